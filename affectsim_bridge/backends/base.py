@@ -1,0 +1,281 @@
+"""Simulator backend interface: the world the bridge node publishes.
+
+A backend owns one loaded scene, the Fetch robot and the people in it, renders
+RGB-D from the head camera or any camera pose, casts the base laser, and reports
+ground truth. Motion is kinematic and shared by every backend (this base class):
+discrete actions and velocity commands move the base through
+:class:`~affectsim_bridge.navigable.NavigableSpace`, so every backend clips moves
+identically and runs are repeatable bit for bit.
+
+Frames: ``map`` (z up, floor at z = 0); camera poses are ROS optical frames
+(z forward, x right, y down). Units: metres, radians, seconds of sim time.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import numpy as np
+
+from affectsim_bridge.navigable import NavigableSpace
+from affectsim_bridge.scene import Scene
+from affectsim_ros.core.errors import InvalidInput
+from affectsim_ros.core.geometry import Pose2D, Transform, wrap_angle
+
+STEP_SECONDS = 0.25  # sim time per discrete action (4 Hz, PROTOCOL.md section 6)
+FORWARD_M = 0.25
+TURN_RAD = math.radians(15.0)
+
+
+class Action(IntEnum):
+    """Discrete benchmark actions (values match ``affectsim_interfaces/srv/ApplyAction``)."""
+
+    STOP = 0
+    FORWARD = 1
+    TURN_LEFT = 2
+    TURN_RIGHT = 3
+
+
+@dataclass(frozen=True)
+class CameraIntrinsics:
+    """Pinhole intrinsics in pixels, ROS convention (pixel centres at integer coordinates)."""
+
+    width: int
+    height: int
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+
+    @staticmethod
+    def from_vfov(width: int, height: int, vfov_rad: float) -> "CameraIntrinsics":
+        f = (height / 2.0) / math.tan(vfov_rad / 2.0)
+        return CameraIntrinsics(width, height, f, f, (width - 1) / 2.0, (height - 1) / 2.0)
+
+    def validate(self, where: str = "camera") -> "CameraIntrinsics":
+        if not (16 <= self.width <= 4096 and 16 <= self.height <= 4096):
+            raise InvalidInput(f"{where}.width x height", (self.width, self.height), "16..4096 pixels each")
+        for name in ("fx", "fy"):
+            v = getattr(self, name)
+            if not (math.isfinite(v) and v > 1.0):
+                raise InvalidInput(f"{where}.{name}", v, "a focal length > 1 pixel")
+        if not (0 <= self.cx <= self.width - 1 and 0 <= self.cy <= self.height - 1):
+            raise InvalidInput(f"{where}.cx, cy", (self.cx, self.cy), "a principal point inside the image")
+        return self
+
+    @property
+    def k(self) -> list[float]:
+        return [self.fx, 0.0, self.cx, 0.0, self.fy, self.cy, 0.0, 0.0, 1.0]
+
+
+@dataclass(frozen=True)
+class HumanPlacement:
+    """A person in the scene: floor position (m, map), heading yaw (rad), appearance seed, target flag."""
+
+    id: str
+    x: float
+    y: float
+    yaw: float
+    appearance: int = 0
+    is_target: bool = True
+
+
+@dataclass(frozen=True)
+class LaserSpec:
+    """Base laser (Fetch: SICK TIM571). Angles (rad) in ``laser_link``; ranges in metres."""
+
+    angle_min: float = -1.92
+    angle_max: float = 1.92
+    angle_increment: float = math.radians(1.0 / 3.0)
+    range_min: float = 0.05
+    range_max: float = 25.0
+
+    @property
+    def count(self) -> int:
+        return int(round((self.angle_max - self.angle_min) / self.angle_increment)) + 1
+
+
+@dataclass
+class RGBD:
+    """One camera frame: ``rgb`` (H, W, 3) uint8 and ``depth`` (H, W) float32 metres along the optical axis
+    (NaN where nothing is within range); ``pose`` is the optical frame in ``map``."""
+
+    rgb: np.ndarray
+    depth: np.ndarray
+    intrinsics: CameraIntrinsics
+    pose: Transform
+
+
+@dataclass(frozen=True)
+class MoveResult:
+    """Outcome of one discrete action or velocity integration."""
+
+    pose: Pose2D
+    clipped: bool
+    distance_m: float
+    sim_time: float
+
+
+@dataclass
+class RobotConfig:
+    """Kinematic state of the Fetch's body parts that the benchmark controls."""
+
+    radius: float = 0.3
+    torso_lift: float = 0.0386  # m, Fetch range 0.0386..0.3861
+    head_pan: float = 0.0  # rad, +left
+    head_tilt: float = 0.0  # rad, +down (Fetch convention)
+    max_linear: float = 1.0  # m/s
+    max_angular: float = 1.5  # rad/s
+    slide: bool = True  # slide along obstacles instead of stopping
+    extra: dict = field(default_factory=dict)
+
+
+class SimulatorBackend(abc.ABC):
+    """Abstract world. Subclasses implement loading, rendering, ray casting and link poses."""
+
+    def __init__(self, robot: RobotConfig | None = None) -> None:
+        self.robot = robot or RobotConfig()
+        self.scene: Scene | None = None
+        self.navigable: NavigableSpace | None = None
+        self.pose = Pose2D(0.0, 0.0, 0.0)
+        self.humans: tuple[HumanPlacement, ...] = ()
+        self.sim_time = 0.0
+
+    # ---------------------------------------------------------------- abstract primitives
+    @abc.abstractmethod
+    def _load_scene(self, scene: Scene) -> None:
+        """Build the scene's world (called only when the scene changes)."""
+
+    @abc.abstractmethod
+    def _sync(self) -> None:
+        """Push ``self.pose``, robot joints and ``self.humans`` into the simulator state."""
+
+    @abc.abstractmethod
+    def render_head_camera(self) -> RGBD:
+        """RGB-D from the robot's head camera at the current state."""
+
+    @abc.abstractmethod
+    def render_camera(self, pose: Transform, intrinsics: CameraIntrinsics, top_down: bool = False) -> RGBD:
+        """RGB-D from an arbitrary optical-frame pose in ``map``; ``top_down`` hides ceilings."""
+
+    @abc.abstractmethod
+    def laser_scan(self, spec: LaserSpec) -> np.ndarray:
+        """Ranges (m) of the base laser; ``inf`` where nothing is within ``range_max``."""
+
+    @abc.abstractmethod
+    def link_transforms(self) -> dict[str, Transform]:
+        """Pose of each robot link in ``base_link`` (names as on the real Fetch)."""
+
+    @property
+    @abc.abstractmethod
+    def head_intrinsics(self) -> CameraIntrinsics:
+        """Intrinsics of the head camera."""
+
+    # ---------------------------------------------------------------- shared behaviour
+    def load(self, scene: Scene, robot_pose: Pose2D, humans: tuple[HumanPlacement, ...] = ()) -> None:
+        """Instantiate a world state; raises :class:`InvalidInput` on an off-navigable pose."""
+        if not robot_pose.is_finite():
+            raise InvalidInput("robot_pose", robot_pose, "finite x, y (m) and yaw (rad)")
+        for h in humans:
+            if not all(math.isfinite(v) for v in (h.x, h.y, h.yaw)):
+                raise InvalidInput(f"humans[{h.id}]", (h.x, h.y, h.yaw), "finite x, y (m) and yaw (rad)")
+        if len(humans) > self.max_humans:
+            raise InvalidInput("humans", len(humans), f"at most {self.max_humans} people")
+        if self.scene is None or self.scene is not scene:
+            nav = NavigableSpace(scene, self.robot.radius)
+            self._load_scene(scene)
+            self.scene, self.navigable = scene, nav
+        assert self.navigable is not None
+        if not self.navigable.is_navigable(robot_pose.xy)[0]:
+            clearance = float(self.navigable.clearance(robot_pose.xy)[0])
+            raise InvalidInput(
+                "robot_pose", (robot_pose.x, robot_pose.y),
+                f"a navigable point of scene {scene.id!r} (clearance {clearance:.2f} m, robot radius "
+                f"{self.robot.radius} m, must be inside a room and connected to the main region)",
+            )
+        self.pose = Pose2D(robot_pose.x, robot_pose.y, wrap_angle(robot_pose.yaw))
+        self.humans = tuple(humans)
+        self.sim_time = 0.0
+        self._sync()
+
+    max_humans = 2
+
+    def _human_discs(self) -> np.ndarray:
+        return np.array([[h.x, h.y, 0.25] for h in self.humans]).reshape(-1, 3)
+
+    def apply_action(self, action: Action | int) -> MoveResult:
+        """Apply one discrete action (lockstep): advances sim time by 0.25 s."""
+        self._require_loaded()
+        try:
+            action = Action(int(action))
+        except ValueError:
+            raise InvalidInput("action", action, "0 STOP, 1 FORWARD, 2 TURN_LEFT or 3 TURN_RIGHT") from None
+        clipped, dist = False, 0.0
+        p = self.pose
+        if action == Action.FORWARD:
+            target = p.xy + FORWARD_M * np.array([math.cos(p.yaw), math.sin(p.yaw)])
+            res = self.navigable.try_step(p.xy, target, slide=self.robot.slide, discs=self._human_discs())
+            dist = float(np.linalg.norm(res.end - p.xy))
+            clipped = res.clipped
+            self.pose = Pose2D(float(res.end[0]), float(res.end[1]), p.yaw)
+        elif action in (Action.TURN_LEFT, Action.TURN_RIGHT):
+            sign = 1.0 if action == Action.TURN_LEFT else -1.0
+            self.pose = Pose2D(p.x, p.y, wrap_angle(p.yaw + sign * TURN_RAD))
+        self.sim_time += STEP_SECONDS
+        self._sync()
+        return MoveResult(self.pose, clipped, dist, self.sim_time)
+
+    def integrate_velocity(self, linear: float, angular: float, dt: float) -> MoveResult:
+        """Unicycle motion for ``dt`` s at ``linear`` m/s and ``angular`` rad/s (clamped to limits)."""
+        self._require_loaded()
+        for name, v in (("linear", linear), ("angular", angular), ("dt", dt)):
+            if not math.isfinite(v):
+                raise InvalidInput(name, v, "a finite number")
+        if dt <= 0 or dt > 1.0:
+            raise InvalidInput("dt", dt, "a time step in (0, 1] s")
+        v = max(-self.robot.max_linear, min(self.robot.max_linear, linear))
+        w = max(-self.robot.max_angular, min(self.robot.max_angular, angular))
+        p = self.pose
+        yaw_mid = p.yaw + 0.5 * w * dt
+        target = p.xy + v * dt * np.array([math.cos(yaw_mid), math.sin(yaw_mid)])
+        clipped, end = False, p.xy
+        if abs(v) > 0:
+            res = self.navigable.try_step(p.xy, target, slide=self.robot.slide, discs=self._human_discs())
+            clipped, end = res.clipped, res.end
+        dist = float(np.linalg.norm(end - p.xy))
+        self.pose = Pose2D(float(end[0]), float(end[1]), wrap_angle(p.yaw + w * dt))
+        self.sim_time += dt
+        self._sync()
+        return MoveResult(self.pose, clipped, dist, self.sim_time)
+
+    def set_head(self, pan: float | None = None, tilt: float | None = None) -> None:
+        """Point the head (rad); values are clipped to Fetch joint limits."""
+        if pan is not None:
+            if not math.isfinite(pan):
+                raise InvalidInput("head_pan", pan, "a finite angle in rad")
+            self.robot.head_pan = max(-1.57, min(1.57, pan))
+        if tilt is not None:
+            if not math.isfinite(tilt):
+                raise InvalidInput("head_tilt", tilt, "a finite angle in rad")
+            self.robot.head_tilt = max(-0.76, min(1.45, tilt))
+        if self.scene is not None:
+            self._sync()
+
+    def head_camera_pose(self) -> Transform:
+        """Head camera optical frame in ``map``."""
+        return Transform.from_pose2d(self.pose).compose(self.link_transforms()["head_camera_rgb_optical_frame"])
+
+    def ground_truth(self) -> dict:
+        """Privileged state for the evaluator and P-Ref: robot pose, people, camera pose."""
+        return {"robot": self.pose, "humans": self.humans, "head_camera": self.head_camera_pose(),
+                "sim_time": self.sim_time, "scene": self.scene.id if self.scene else None}
+
+    def _require_loaded(self) -> None:
+        if self.scene is None or self.navigable is None:
+            raise RuntimeError("no world is loaded: call load() first")
+
+    def close(self) -> None:
+        """Release rendering resources."""

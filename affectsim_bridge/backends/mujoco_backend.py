@@ -1,0 +1,176 @@
+"""MuJoCo backend (default): the scene compiled to MJCF, the Fetch from its real meshes, EGL rendering.
+
+The robot is posed kinematically (``mj_kinematics``), never integrated by the physics
+engine, so the same actions give the same poses and images bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from affectsim_bridge import fetch_model
+from affectsim_bridge.backends.base import (
+    RGBD,
+    CameraIntrinsics,
+    LaserSpec,
+    RobotConfig,
+    SimulatorBackend,
+)
+from affectsim_bridge.mjcf_builder import HUMAN_PARTS, HUMAN_SLOTS, PARK_Z, build_mjcf, human_colors
+from affectsim_bridge.renderer import RGBDRenderer, mujoco
+from affectsim_bridge.scene import Scene
+from affectsim_ros.core.geometry import Transform, quat_from_yaw, quat_to_matrix
+
+
+class MujocoBackend(SimulatorBackend):
+    """Default backend. ``head`` sets the head camera intrinsics (default: Fetch 640x480, vfov 46.8 deg)."""
+
+    def __init__(self, robot: RobotConfig | None = None, head: CameraIntrinsics | None = None,
+                 max_depth: float = 10.0) -> None:
+        super().__init__(robot)
+        self._head = (head or CameraIntrinsics.from_vfov(640, 480, math.radians(46.83))).validate("head_camera")
+        self.max_depth = max_depth
+        self.model: mujoco.MjModel | None = None
+        self.data: mujoco.MjData | None = None
+        self._renderers: dict[tuple[int, int], RGBDRenderer] = {}
+
+    @property
+    def head_intrinsics(self) -> CameraIntrinsics:
+        return self._head
+
+    # ------------------------------------------------------------------ loading
+    def _load_scene(self, scene: Scene) -> None:
+        self.close()
+        w = max(1280, self._head.width)
+        h = max(960, self._head.height)
+        self.model = mujoco.MjModel.from_xml_string(build_mjcf(scene, w, h))
+        self.data = mujoco.MjData(self.model)
+        m = self.model
+        self._qadr = {name: m.jnt_qposadr[m.joint(name).id] for name in
+                      ("base_x", "base_y", "base_yaw", "robot0:torso_lift_joint", "robot0:head_pan_joint",
+                       "robot0:head_tilt_joint")}
+        for joint, value in fetch_model.TUCK.items():
+            self.data.qpos[m.jnt_qposadr[m.joint(f"robot0:{joint}").id]] = value
+        self._head_cam = m.camera("head_camera_rgb").id
+        self._viewer_cam = m.camera("viewer").id
+        self._viewer_mocap = m.body_mocapid[m.body("viewer_cam").id]
+        self._human_mocap = [m.body_mocapid[m.body(f"human{k}").id] for k in range(HUMAN_SLOTS)]
+        self._link_body = {name: m.body(f"robot0:{name}").id for name in ["base_link", *fetch_model.TF_TREE]}
+        self._laser_body = self._link_body["laser_link"]
+        self._set_intrinsics(self._head_cam, self._head)
+        self._opt = mujoco.MjvOption()
+        self._opt.geomgroup[:] = [1, 1, 1, 0, 1, 0]
+        self._opt_top = mujoco.MjvOption()
+        self._opt_top.geomgroup[:] = [1, 1, 1, 0, 0, 0]
+        self._laser_groups = np.array([1, 1, 0, 0, 0, 0], np.uint8)
+
+    def _set_intrinsics(self, cam_id: int, k: CameraIntrinsics) -> None:
+        """Pinhole intrinsics through MuJoCo's sensor model (sensor size in pixels, principal offset)."""
+        m = self.model
+        m.cam_resolution[cam_id] = (k.width, k.height)
+        m.cam_sensorsize[cam_id] = (k.width, k.height)
+        # MuJoCo: principal point as an offset from the image centre, y up; ROS: pixel index, y down
+        m.cam_intrinsic[cam_id] = (k.fx, k.fy, k.cx - (k.width - 1) / 2.0, (k.height - 1) / 2.0 - k.cy)
+        m.cam_fovy[cam_id] = math.degrees(2 * math.atan(k.height / 2.0 / k.fy))
+
+    def _sync(self) -> None:
+        d, q = self.data, self._qadr
+        d.qpos[q["base_x"]] = self.pose.x
+        d.qpos[q["base_y"]] = self.pose.y
+        d.qpos[q["base_yaw"]] = self.pose.yaw
+        # joint angles are relative to the URDF zero; MuJoCo's qpos0 holds each joint's ``ref``
+        q0 = self.model.qpos0
+        for joint, value in (("robot0:torso_lift_joint", self.robot.torso_lift),
+                             ("robot0:head_pan_joint", self.robot.head_pan),
+                             ("robot0:head_tilt_joint", self.robot.head_tilt)):
+            d.qpos[q[joint]] = value + (q0[q[joint]] if joint.endswith("tilt_joint") else 0.0)
+        for k, mocap in enumerate(self._human_mocap):
+            if k < len(self.humans):
+                h = self.humans[k]
+                d.mocap_pos[mocap] = (h.x, h.y, 0.0)
+                d.mocap_quat[mocap] = quat_from_yaw(h.yaw)
+                self._color_human(k, h.appearance)
+            else:
+                d.mocap_pos[mocap] = (0.0, 0.0, PARK_Z)
+        mujoco.mj_kinematics(self.model, d)
+        mujoco.mj_camlight(self.model, d)
+
+    def _color_human(self, k: int, appearance: int) -> None:
+        colors = human_colors(appearance)
+        m = self.model
+        for gid in range(m.ngeom):
+            name = m.geom(gid).name
+            if name.startswith(f"human{k}_"):
+                part = name.split("_")[1]
+                m.geom_rgba[gid] = (*colors[HUMAN_PARTS[part]], 1.0)
+
+    # ------------------------------------------------------------------ sensors
+    def _renderer(self, width: int, height: int) -> RGBDRenderer:
+        key = (width, height)
+        if key not in self._renderers:
+            self._renderers[key] = RGBDRenderer(self.model, width, height)
+        return self._renderers[key]
+
+    def render_head_camera(self) -> RGBD:
+        self._require_loaded()
+        k = self._head
+        rgb, depth = self._renderer(k.width, k.height).render(self.data, self._head_cam, self._opt, self.max_depth)
+        return RGBD(rgb, depth, k, self.head_camera_pose())
+
+    def render_camera(self, pose: Transform, intrinsics: CameraIntrinsics, top_down: bool = False) -> RGBD:
+        self._require_loaded()
+        intrinsics.validate("camera")
+        d = self.data
+        d.mocap_pos[self._viewer_mocap] = pose.translation
+        d.mocap_quat[self._viewer_mocap] = pose.quat
+        mujoco.mj_kinematics(self.model, d)
+        mujoco.mj_camlight(self.model, d)
+        self._set_intrinsics(self._viewer_cam, intrinsics)
+        opt = self._opt_top if top_down else self._opt
+        rgb, depth = self._renderer(intrinsics.width, intrinsics.height).render(d, self._viewer_cam, opt, np.inf)
+        return RGBD(rgb, depth, intrinsics, pose)
+
+    def monitor_camera_id(self, room_id: str) -> int:
+        return self.model.camera(f"monitor_{room_id}").id
+
+    def laser_scan(self, spec: LaserSpec) -> np.ndarray:
+        self._require_loaded()
+        d = self.data
+        b = self._laser_body
+        rot = d.xmat[b].reshape(3, 3)
+        angles = spec.angle_min + np.arange(spec.count) * spec.angle_increment
+        local = np.stack([np.cos(angles), np.sin(angles), np.zeros_like(angles)], 1)
+        vec = (local @ rot.T).ravel()
+        n = spec.count
+        dist = np.empty(n)
+        geomid = np.empty(n, np.int32)
+        mujoco.mj_multiRay(self.model, d, d.xpos[b].copy(), vec, self._laser_groups, 1, -1, geomid, dist, None, n,
+                           spec.range_max)
+        dist[(dist < 0) | (dist > spec.range_max)] = np.inf
+        dist[dist < spec.range_min] = -np.inf
+        return dist
+
+    def link_transforms(self) -> dict[str, Transform]:
+        self._require_loaded()
+        d = self.data
+        base = self._link_body["base_link"]
+        world_base = Transform(d.xmat[base].reshape(3, 3).copy(), d.xpos[base].copy())
+        inv = world_base.inverse()
+        return {name: inv.compose(Transform(d.xmat[b].reshape(3, 3).copy(), d.xpos[b].copy()))
+                for name, b in self._link_body.items() if name != "base_link"}
+
+    def head_camera_pose(self) -> Transform:
+        d, c = self.data, self._head_cam
+        # MuJoCo camera frame (looks along -z, y up) -> ROS optical frame (z forward, y down)
+        return Transform(d.cam_xmat[c].reshape(3, 3) @ np.diag([1.0, -1.0, -1.0]), d.cam_xpos[c].copy())
+
+    def close(self) -> None:
+        for r in self._renderers.values():
+            r.close()
+        self._renderers.clear()
+
+
+def quat_matrix(q) -> np.ndarray:  # re-export for callers that hold MuJoCo quaternions
+    return quat_to_matrix(np.asarray(q))

@@ -1,0 +1,1 @@
+"""ROS-free core shared by every AffectSim package: geometry, registries, errors."""

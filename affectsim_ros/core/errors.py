@@ -1,0 +1,31 @@
+"""Errors raised on bad input; messages name the field, the value and what was expected."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class AffectSimError(Exception):
+    """Base class for every error the project raises on purpose."""
+
+
+class InvalidInput(AffectSimError, ValueError):
+    """A value given by a user or a peer is not acceptable."""
+
+    def __init__(self, field: str, value: Any, expected: str, where: str = "") -> None:
+        self.field = field
+        self.value = value
+        self.expected = expected
+        prefix = f"{where}: " if where else ""
+        super().__init__(f"{prefix}{field}={value!r} is invalid; expected {expected}")
+
+
+class Busy(AffectSimError, RuntimeError):
+    """The component cannot take the request now (e.g. a world reset is running)."""
+
+
+class MissingDependency(AffectSimError, ImportError):
+    """An optional dependency needed by a plugin is not installed."""
+
+    def __init__(self, plugin: str, package: str, how: str) -> None:
+        super().__init__(f"plugin {plugin!r} needs {package}, which is not installed; {how}")
