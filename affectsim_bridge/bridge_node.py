@@ -1,0 +1,333 @@
+"""Bridge node: publishes the simulated Fetch's sensors on the real Fetch topic names (DESIGN.md section 3).
+
+Topics out: /head_camera/rgb/{image_raw,camera_info}, /head_camera/depth_registered/{image_raw,camera_info}
+(32FC1 metres, registered to RGB), /base_scan, /odom, /tf, /tf_static, /map (transient local),
+/clock (sim time; every message is stamped with it), /affectsim/ground_truth/{robot_pose,humans}.
+Topic in: /cmd_vel (free-running mode). Services: /affectsim/load_world, /affectsim/apply_action.
+
+Modes: ``lockstep`` (each discrete action advances sim time 0.25 s, then one set of sensor
+messages is published) and ``free_run`` (sim time advances in ``sim_dt`` ticks paced to
+``real_time_factor``; camera and laser publish at their rates in sim time).
+All simulator work runs on one :class:`WorldThread` (EGL renderers are thread-bound).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+import time
+
+import rclpy
+from affectsim_interfaces.srv import ApplyAction, LoadWorld
+from geometry_msgs.msg import PoseArray, PoseStamped, Twist
+from nav_msgs.msg import OccupancyGrid, Odometry
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import CameraInfo, Image, LaserScan
+from tf2_msgs.msg import TFMessage
+
+from affectsim_bridge import fetch_model
+from affectsim_bridge.backends import BACKENDS, create_backend
+from affectsim_bridge.backends.base import Action, CameraIntrinsics, HumanPlacement, LaserSpec, RobotConfig
+from affectsim_bridge.scene import load_scene
+from affectsim_ros.core.errors import AffectSimError, InvalidInput
+from affectsim_ros.core.geometry import Pose2D, Transform
+from affectsim_ros.ros import conversions as cv
+
+OPTICAL_FRAME = "head_camera_rgb_optical_frame"
+MAP_RESOLUTION = 0.05
+
+# name -> (default, description); validated in _read_params
+PARAMS: dict[str, tuple[object, str]] = {
+    "backend": ("mujoco", f"simulator backend ({', '.join(BACKENDS.names())})"),
+    "scene": ("test_apartment", "scene loaded at start: built-in id or scene file path"),
+    "robot_x": (1.0, "initial robot x in map (m)"),
+    "robot_y": (2.5, "initial robot y in map (m)"),
+    "robot_yaw": (0.0, "initial robot yaw in map (rad)"),
+    "mode": ("lockstep", "lockstep (discrete actions via /affectsim/apply_action) or free_run (/cmd_vel)"),
+    "real_time_factor": (1.0, "free_run: sim seconds per wall second (0.1..10)"),
+    "sim_dt": (1.0 / 60.0, "free_run: sim seconds per tick (0.001..0.1)"),
+    "camera_rate_hz": (15.0, "free_run: head camera rate in sim time (Fetch: 15 Hz)"),
+    "scan_rate_hz": (15.0, "free_run: base laser rate in sim time (Fetch: 15 Hz)"),
+    "odom_rate_hz": (50.0, "free_run: odometry and TF rate in sim time"),
+    "camera_width": (640, "head camera width (px)"),
+    "camera_height": (480, "head camera height (px)"),
+    "camera_vfov_deg": (46.83, "head camera vertical field of view (deg); fx = fy"),
+    "max_depth_m": (10.0, "depth beyond this is NaN (m)"),
+    "head_tilt": (0.0, "head tilt (rad, + looks down), Fetch limits -0.76..1.45"),
+    "head_pan": (0.0, "head pan (rad, + looks left), Fetch limits -1.57..1.57"),
+    "torso_lift": (0.0386, "torso lift (m), Fetch limits 0.0386..0.3861"),
+    "robot_radius": (0.3, "base footprint radius for navigable space (m)"),
+    "cmd_vel_timeout": (0.5, "free_run: stop when no /cmd_vel for this long (sim s)"),
+    "publish_ground_truth": (True, "publish privileged /affectsim/ground_truth/* topics"),
+}
+
+
+class BridgeNode(Node):
+    """Thin adapter from a :class:`SimulatorBackend` to the ROS interface contract."""
+
+    def __init__(self, **overrides) -> None:
+        super().__init__("bridge", parameter_overrides=[])
+        for name, (default, desc) in PARAMS.items():
+            self.declare_parameter(name, overrides.get(name, default), ParameterDescriptor(description=desc))
+        self.p = self._read_params()
+        k = CameraIntrinsics.from_vfov(self.p["camera_width"], self.p["camera_height"],
+                                       math.radians(self.p["camera_vfov_deg"]))
+        robot = RobotConfig(radius=self.p["robot_radius"], torso_lift=self.p["torso_lift"],
+                            head_pan=self.p["head_pan"], head_tilt=self.p["head_tilt"])
+        self._resetting: str | None = None
+        self._state_lock = threading.Lock()
+        self._cmd = (0.0, 0.0, -math.inf)  # linear, angular, sim time received
+        self._map_odom = Transform.identity()
+        self._next = {"camera": 0.0, "scan": 0.0, "odom": 0.0}
+        self._last_twist = (0.0, 0.0)
+
+        from affectsim_bridge.world_thread import WorldThread
+
+        self.world = WorldThread()
+        self.backend = self.world.call(lambda: create_backend(self.p["backend"], robot=robot, head=k,
+                                                              max_depth=self.p["max_depth_m"]))
+        self.laser = LaserSpec()
+
+        rel = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        self.pub = {
+            "rgb": self.create_publisher(Image, "/head_camera/rgb/image_raw", rel),
+            "rgb_info": self.create_publisher(CameraInfo, "/head_camera/rgb/camera_info", rel),
+            "depth": self.create_publisher(Image, "/head_camera/depth_registered/image_raw", rel),
+            "depth_info": self.create_publisher(CameraInfo, "/head_camera/depth_registered/camera_info", rel),
+            "scan": self.create_publisher(LaserScan, "/base_scan", rel),
+            "odom": self.create_publisher(Odometry, "/odom", QoSProfile(depth=10)),
+            "tf": self.create_publisher(TFMessage, "/tf", QoSProfile(depth=100)),
+            "tf_static": self.create_publisher(TFMessage, "/tf_static", latched),
+            "map": self.create_publisher(OccupancyGrid, "/map", latched),
+            "clock": self.create_publisher(Clock, "/clock", QoSProfile(depth=10)),
+            "gt_robot": self.create_publisher(PoseStamped, "/affectsim/ground_truth/robot_pose", QoSProfile(depth=10)),
+            "gt_humans": self.create_publisher(PoseArray, "/affectsim/ground_truth/humans", QoSProfile(depth=10)),
+        }
+        load_group, step_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
+        self.create_service(LoadWorld, "/affectsim/load_world", self._on_load, callback_group=load_group)
+        self.create_service(ApplyAction, "/affectsim/apply_action", self._on_action, callback_group=step_group)
+        self.create_subscription(Twist, "/cmd_vel", self._on_cmd_vel, 10, callback_group=step_group)
+
+        start = Pose2D(self.p["robot_x"], self.p["robot_y"], self.p["robot_yaw"])
+        self.world.call(lambda: self._load(self.p["scene"], start, ()), timeout=120.0)
+        if self.p["mode"] == "free_run":
+            self.world.set_free_run(self._tick, self.p["real_time_factor"])
+        self.get_logger().info(
+            f"bridge ready: backend={self.p['backend']} scene={self.p['scene']} mode={self.p['mode']} "
+            f"camera={k.width}x{k.height} ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID')}"
+        )
+
+    # ------------------------------------------------------------------ parameters
+    def _read_params(self) -> dict:
+        p = {name: self.get_parameter(name).value for name in PARAMS}
+
+        def check(name: str, ok: bool, expected: str) -> None:
+            if not ok:
+                raise InvalidInput(f"parameter {name}", p[name], expected, where="bridge")
+
+        check("backend", p["backend"] in BACKENDS, f"one of {BACKENDS.names()}")
+        check("mode", p["mode"] in ("lockstep", "free_run"), "'lockstep' or 'free_run'")
+        for name, lo, hi in (("real_time_factor", 0.1, 10.0), ("sim_dt", 0.001, 0.1), ("camera_rate_hz", 0.5, 60.0),
+                             ("scan_rate_hz", 0.5, 60.0), ("odom_rate_hz", 1.0, 200.0), ("camera_vfov_deg", 10.0, 150.0),
+                             ("max_depth_m", 0.5, 100.0), ("robot_radius", 0.05, 1.0), ("cmd_vel_timeout", 0.05, 10.0),
+                             ("torso_lift", 0.0386, 0.3861), ("head_tilt", -0.76, 1.45), ("head_pan", -1.57, 1.57)):
+            check(name, isinstance(p[name], (int, float)) and math.isfinite(p[name]) and lo <= p[name] <= hi,
+                  f"a number in [{lo}, {hi}]")
+        for name in ("camera_width", "camera_height"):
+            check(name, isinstance(p[name], int) and 16 <= p[name] <= 1280, "an integer in [16, 1280] px")
+        for name in ("robot_x", "robot_y", "robot_yaw"):
+            check(name, isinstance(p[name], (int, float)) and math.isfinite(p[name]), "a finite number")
+        return p
+
+    # ------------------------------------------------------------------ world-thread work
+    def _load(self, scene_ref: str, pose: Pose2D, humans: tuple[HumanPlacement, ...]) -> float:
+        scene = load_scene(scene_ref)
+        if self.backend.scene is not None and self.backend.scene.source == scene.source:
+            scene = self.backend.scene  # same file: keep the compiled world and navigable space
+        self.backend.load(scene, pose, humans)
+        self._map_odom = Transform.from_pose2d(pose)  # odometry starts at zero, like a robot at boot
+        self._cmd = (0.0, 0.0, -math.inf)
+        self._next = {"camera": 0.0, "scan": 0.0, "odom": 0.0}
+        stamp = cv.to_time(0.0)
+        grid, origin = self.backend.navigable.occupancy_grid(MAP_RESOLUTION)
+        self.pub["map"].publish(cv.occupancy_msg(grid, origin, MAP_RESOLUTION, stamp))
+        self._publish_static(stamp)
+        self._publish_all(camera=True, scan=True)
+        return self.backend.sim_time
+
+    def _tick(self) -> float:
+        """One free-running tick: integrate /cmd_vel, publish what is due. Returns sim seconds advanced."""
+        if self._resetting:
+            return self.p["sim_dt"]
+        dt = self.p["sim_dt"]
+        lin, ang, t_cmd = self._cmd
+        if self.backend.sim_time - t_cmd > self.p["cmd_vel_timeout"]:
+            lin, ang = 0.0, 0.0
+        self.backend.integrate_velocity(lin, ang, dt)
+        self._last_twist = (lin, ang)
+        t = self.backend.sim_time
+        due = {k: t + 1e-9 >= v for k, v in self._next.items()}
+        for key, rate in (("camera", "camera_rate_hz"), ("scan", "scan_rate_hz"), ("odom", "odom_rate_hz")):
+            if due[key]:
+                self._next[key] += 1.0 / self.p[rate]
+                if self._next[key] <= t:  # fell behind: skip, never burst
+                    self._next[key] = t + 1.0 / self.p[rate]
+        self._publish_all(camera=due["camera"], scan=due["scan"], odom=due["odom"])
+        return dt
+
+    def _publish_static(self, stamp) -> None:
+        links = self.backend.link_transforms()
+        static = [cv.transform_msg(_link_tf(links, c), fetch_model.TF_TREE[c], c, stamp)
+                  for c in fetch_model.TF_TREE if c not in fetch_model.MOVING_LINKS]
+        self.pub["tf_static"].publish(TFMessage(transforms=static))
+
+    def _publish_all(self, camera: bool, scan: bool, odom: bool = True) -> None:
+        b = self.backend
+        stamp = cv.to_time(b.sim_time)
+        self.pub["clock"].publish(Clock(clock=stamp))
+        if odom:
+            odom_pose = self._map_odom.inverse().compose(Transform.from_pose2d(b.pose))
+            msg = Odometry()
+            msg.header.stamp = stamp
+            msg.header.frame_id = "odom"
+            msg.child_frame_id = "base_link"
+            yaw = math.atan2(odom_pose.rotation[1, 0], odom_pose.rotation[0, 0])
+            msg.pose.pose = cv.pose_msg(Pose2D(odom_pose.translation[0], odom_pose.translation[1], yaw))
+            msg.twist.twist.linear.x, msg.twist.twist.angular.z = self._last_twist
+            self.pub["odom"].publish(msg)
+            links = b.link_transforms()
+            tfs = [cv.transform_msg(self._map_odom, "map", "odom", stamp),
+                   cv.transform_msg(odom_pose, "odom", "base_link", stamp)]
+            tfs += [cv.transform_msg(_link_tf(links, c), fetch_model.TF_TREE[c], c, stamp)
+                    for c in fetch_model.MOVING_LINKS]
+            self.pub["tf"].publish(TFMessage(transforms=tfs))
+            if self.p["publish_ground_truth"]:
+                gt = PoseStamped()
+                gt.header.stamp, gt.header.frame_id = stamp, "map"
+                gt.pose = cv.pose_msg(b.pose)
+                self.pub["gt_robot"].publish(gt)
+                arr = PoseArray()
+                arr.header.stamp, arr.header.frame_id = stamp, "map"
+                arr.poses = [cv.pose_msg(Pose2D(h.x, h.y, h.yaw)) for h in b.humans]
+                self.pub["gt_humans"].publish(arr)
+        if scan:
+            ranges = b.laser_scan(self.laser)
+            self.pub["scan"].publish(cv.laser_msg(ranges, self.laser, "laser_link", stamp, 1.0 / self.p["scan_rate_hz"]))
+        if camera:
+            frame = b.render_head_camera()
+            info = cv.camera_info_msg(frame.intrinsics, OPTICAL_FRAME, stamp)
+            self.pub["rgb_info"].publish(info)
+            self.pub["depth_info"].publish(info)
+            self.pub["rgb"].publish(cv.image_msg(frame.rgb, "rgb8", OPTICAL_FRAME, stamp))
+            self.pub["depth"].publish(cv.image_msg(frame.depth, "32FC1", OPTICAL_FRAME, stamp))
+
+    # ------------------------------------------------------------------ ROS callbacks
+    def _on_load(self, req: LoadWorld.Request, res: LoadWorld.Response) -> LoadWorld.Response:
+        with self._state_lock:
+            if self._resetting:
+                res.success, res.message = False, f"a reset to scene {self._resetting!r} is already running"
+                return res
+            self._resetting = req.scene or "<empty>"
+        try:
+            if not req.scene:
+                raise InvalidInput("scene", req.scene, "a built-in scene id or a scene file path")
+            pose = Pose2D(req.robot_pose.x, req.robot_pose.y, req.robot_pose.theta)
+            humans = tuple(HumanPlacement(h.id, h.x, h.y, h.yaw, h.appearance, h.is_target) for h in req.humans)
+            t = self.world.call(lambda: self._load(req.scene, pose, humans), timeout=120.0)
+            res.success, res.message, res.stamp = True, f"loaded {req.scene}", cv.to_time(t)
+        except (AffectSimError, ValueError, KeyError, TimeoutError) as exc:
+            res.success, res.message = False, str(exc)
+            self.get_logger().error(f"load_world rejected: {exc}")
+        finally:
+            with self._state_lock:
+                self._resetting = None
+        return res
+
+    def _on_action(self, req: ApplyAction.Request, res: ApplyAction.Response) -> ApplyAction.Response:
+        if self._resetting:
+            res.success = False
+            res.message = f"world is resetting (loading {self._resetting!r}); retry after load_world returns"
+            return res
+        if self.p["mode"] != "lockstep":
+            res.success, res.message = False, "apply_action needs mode=lockstep; this bridge runs free_run (/cmd_vel)"
+            return res
+
+        def step():
+            r = self.backend.apply_action(Action(req.action))
+            self._last_twist = (r.distance_m / 0.25, 0.0)
+            self._publish_all(camera=True, scan=True)
+            return r
+
+        try:
+            if req.action not in tuple(Action):
+                raise InvalidInput("action", req.action, "0 STOP, 1 FORWARD, 2 TURN_LEFT or 3 TURN_RIGHT")
+            r = self.world.call(step, timeout=30.0)
+            res.success, res.message = True, ""
+            res.clipped, res.distance_moved = r.clipped, r.distance_m
+            res.pose, res.stamp = cv.pose2d_msg(r.pose), cv.to_time(r.sim_time)
+        except (AffectSimError, ValueError, TimeoutError, RuntimeError) as exc:
+            res.success, res.message = False, str(exc)
+        return res
+
+    def _on_cmd_vel(self, msg: Twist) -> None:
+        lin, ang = msg.linear.x, msg.angular.z
+        if not cv.finite(lin, ang, msg.linear.y, msg.linear.z, msg.angular.x, msg.angular.y):
+            self.get_logger().error(
+                f"/cmd_vel rejected: linear=({msg.linear.x}, {msg.linear.y}, {msg.linear.z}) "
+                f"angular=({msg.angular.x}, {msg.angular.y}, {msg.angular.z}); expected finite values"
+            )
+            return
+        if self.p["mode"] != "free_run":
+            self.get_logger().warning("/cmd_vel ignored: bridge runs lockstep (use /affectsim/apply_action)",
+                                      throttle_duration_sec=5.0)
+            return
+        self._cmd = (lin, ang, self.backend.sim_time)
+
+    def destroy_node(self) -> None:
+        try:
+            self.world.call(self.backend.close, timeout=5.0)
+        except (RuntimeError, TimeoutError):
+            pass
+        self.world.stop()
+        super().destroy_node()
+
+
+def _link_tf(links: dict[str, Transform], child: str) -> Transform:
+    """Transform of ``child`` in its TF parent, from link poses in ``base_link``."""
+    parent = fetch_model.TF_TREE[child]
+    p = links[parent] if parent != "base_link" else Transform.identity()
+    return p.inverse().compose(links[child])
+
+
+def main(args: list[str] | None = None) -> None:
+    from affectsim_ros.ros.env import ensure_loopback
+
+    ensure_loopback()
+    try:
+        with rclpy.init(args=args):
+            try:
+                node = BridgeNode()
+            except (AffectSimError, ValueError, KeyError) as exc:
+                print(f"[bridge] cannot start: {exc}", file=sys.stderr)
+                sys.exit(2)
+            executor = MultiThreadedExecutor(num_threads=3)
+            executor.add_node(node)
+            try:
+                executor.spin()
+            finally:
+                node.destroy_node()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""``affectsim`` command line.
+
+  affectsim launch bench [name:=value ...] [--domain-id N]   run the graph (pip-only ``ros2 launch``)
+  affectsim tour [--out DIR]                                 scripted world tour over ROS + contact sheet
+  affectsim bench sim [--out FILE]                           simulator benchmark (ratios in one run)
+  affectsim scenes list                                      built-in scenes
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from affectsim_ros.core.errors import AffectSimError
+
+
+def _launch(ns: argparse.Namespace) -> int:
+    from affectsim_ros import launcher
+
+    args = {}
+    for item in ns.args:
+        if ":=" not in item:
+            raise AffectSimError(f"launch argument {item!r} is invalid; expected name:=value")
+        k, v = item.split(":=", 1)
+        args[k] = v
+    return launcher.run(ns.graph, args, ns.domain_id, Path(ns.params_file) if ns.params_file else None)
+
+
+def _tour(ns: argparse.Namespace) -> int:
+    import rclpy
+
+    from affectsim_bridge.navigable import NavigableSpace
+    from affectsim_bridge.scene import load_scene
+    from affectsim_ros.launcher import GraphProcesses
+    from affectsim_ros.ros.bridge_client import BridgeClient
+    from affectsim_ros.ros.env import ensure_loopback
+    from affectsim_ros.tour import run_tour
+
+    scene = load_scene(ns.scene)
+    nav = NavigableSpace(scene)
+    out = Path(ns.out)
+    with GraphProcesses("bench", {"scene": ns.scene, "mode": "lockstep"}, log_dir=out / "logs") as g:
+        ensure_loopback(g.domain_id)
+        print(f"[tour] bridge pid {g.pids()['bridge']} on ROS_DOMAIN_ID={g.domain_id}", flush=True)
+        rclpy.init()
+        try:
+            client = BridgeClient("tour_client")
+            client.wait_for_bridge(90)
+            people = [dict(id="person0", x=4.2, y=2.8, yaw=math.pi, appearance=1, is_target=True),
+                      dict(id="person1", x=8.6, y=4.2, yaw=-math.pi / 2, appearance=4, is_target=False)]
+            res = client.load(ns.scene, ns.x, ns.y, ns.yaw, people if ns.scene == "test_apartment" else [])
+            if not res.success:
+                raise AffectSimError(f"load_world failed: {res.message}")
+            client.step_and_frame(0)
+            start = client.apply(0).pose
+            summary = run_tour(client, scene, nav, start, out)
+            client.close()
+        finally:
+            rclpy.shutdown()
+    print(f"[tour] {summary}")
+    print(f"[tour] contact sheet: {out / 'contact_sheet.png'}")
+    return 0
+
+
+def _bench(ns: argparse.Namespace) -> int:
+    if ns.what == "sim":
+        from affectsim_ros import bench_sim
+
+        res = bench_sim.run(Path(ns.out) if ns.out else None, ns.frames, ns.steps, ns.free_run_seconds)
+        return 0 if res else 1
+    raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim")
+
+
+def _scenes(ns: argparse.Namespace) -> int:
+    from affectsim_bridge.scene import builtin_scene_ids, load_scene
+
+    for sid in builtin_scene_ids():
+        s = load_scene(sid)
+        print(f"{sid}: {s.name} ({len(s.rooms)} rooms, {len(s.furniture)} furniture, {len(s.doors())} doors)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="affectsim", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    la = sub.add_parser("launch", help="run a node graph (like ros2 launch) with DDS on loopback")
+    la.add_argument("graph", choices=["bench"])
+    la.add_argument("args", nargs="*", help="launch arguments name:=value (scene, mode, real_time_factor, backend)")
+    la.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: a fresh one per run)")
+    la.add_argument("--params-file", default=None, help="YAML parameter file (default: config/bench.yaml)")
+    la.set_defaults(fn=_launch)
+    to = sub.add_parser("tour", help="drive a scripted tour over ROS and write a contact sheet")
+    to.add_argument("--out", default="results/tour")
+    to.add_argument("--scene", default="test_apartment")
+    to.add_argument("--x", type=float, default=1.0)
+    to.add_argument("--y", type=float, default=2.5)
+    to.add_argument("--yaw", type=float, default=0.0)
+    to.set_defaults(fn=_tour)
+    be = sub.add_parser("bench", help="benchmarks that print measured ratios")
+    be.add_argument("what", choices=["sim"])
+    be.add_argument("--out", default=None, help="write results as JSON")
+    be.add_argument("--frames", type=int, default=60)
+    be.add_argument("--steps", type=int, default=100)
+    be.add_argument("--free-run-seconds", type=float, default=10.0)
+    be.set_defaults(fn=_bench)
+    sc = sub.add_parser("scenes", help="scene utilities")
+    sc.add_argument("what", choices=["list"])
+    sc.set_defaults(fn=_scenes)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    ns = build_parser().parse_args(argv)
+    try:
+        return ns.fn(ns)
+    except (AffectSimError, KeyError, FileNotFoundError, TimeoutError) as exc:
+        print(f"affectsim: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

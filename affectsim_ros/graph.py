@@ -1,0 +1,102 @@
+"""The node graph, defined once for ``launch/bench.launch.py`` and ``affectsim launch``.
+
+Only nodes that work are listed. Launch arguments are validated here so both entry
+points reject bad values the same way, naming the argument.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from affectsim_ros.core.errors import InvalidInput
+
+PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node: ROS name, console script (for launch_ros) and Python module (pip-only launcher)."""
+
+    name: str
+    executable: str
+    module: str
+
+
+@dataclass(frozen=True)
+class LaunchArgument:
+    name: str
+    default: str
+    description: str
+    choices: tuple[str, ...] | None = None
+    check: Callable[[str], bool] | None = None
+    expected: str = ""
+    node: str = "bridge"  # parameter of this node
+    param_type: type = str
+
+
+def _is_float_in(lo: float, hi: float) -> Callable[[str], bool]:
+    def check(v: str) -> bool:
+        try:
+            x = float(v)
+        except ValueError:
+            return False
+        return math.isfinite(x) and lo <= x <= hi
+
+    return check
+
+
+GRAPHS: dict[str, tuple[NodeSpec, ...]] = {
+    "bench": (NodeSpec("bridge", "bridge_node", "affectsim_bridge.bridge_node"),),
+}
+
+LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
+    LaunchArgument("scene", "test_apartment", "scene to load: built-in id or scene file path",
+                   check=lambda v: _scene_ok(v), expected="a built-in scene id or an existing scene file"),
+    LaunchArgument("mode", "lockstep", "lockstep: discrete actions via /affectsim/apply_action; "
+                   "free_run: /cmd_vel at real_time_factor", choices=("lockstep", "free_run")),
+    LaunchArgument("real_time_factor", "1.0", "free_run: sim seconds per wall second",
+                   check=_is_float_in(0.1, 10.0), expected="a number in [0.1, 10]", param_type=float),
+    LaunchArgument("backend", "mujoco", "simulator backend", choices=("mujoco", "habitat")),
+)
+
+
+def _scene_ok(value: str) -> bool:
+    from affectsim_bridge.scene import resolve_scene_path
+
+    try:
+        resolve_scene_path(value)
+        return True
+    except InvalidInput:
+        return False
+
+
+def default_params_file() -> Path:
+    """``config/bench.yaml`` from the source tree, else from the installed share directory."""
+    src = PACKAGE_ROOT / "config" / "bench.yaml"
+    if src.is_file():
+        return src
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        return Path(get_package_share_directory("affectsim")) / "config" / "bench.yaml"
+    except Exception as exc:  # PackageNotFoundError or a missing ament index
+        raise FileNotFoundError("config/bench.yaml not found in the source tree or the ament index") from exc
+
+
+def validate_launch_args(values: dict[str, str]) -> dict[str, dict[str, object]]:
+    """Check ``name -> value`` strings; returns per-node parameter overrides. Raises :class:`InvalidInput`."""
+    known = {a.name: a for a in LAUNCH_ARGUMENTS}
+    overrides: dict[str, dict[str, object]] = {}
+    for name, value in values.items():
+        if name not in known:
+            raise InvalidInput("launch argument", name, f"one of {', '.join(known)}")
+        arg = known[name]
+        if arg.choices is not None and value not in arg.choices:
+            raise InvalidInput(f"launch argument {name}", value, f"one of {', '.join(arg.choices)}")
+        if arg.check is not None and not arg.check(value):
+            raise InvalidInput(f"launch argument {name}", value, arg.expected)
+        overrides.setdefault(arg.node, {})[name] = arg.param_type(value)
+    return overrides

@@ -1,0 +1,130 @@
+"""Pip-only launcher: starts the graph of :mod:`affectsim_ros.graph` as processes, stops them all.
+
+``affectsim launch bench`` is the equivalent of ``ros2 launch affectsim bench.launch.py``
+where ``launch``/``launch_ros`` are not installable. Every child gets DDS on loopback and
+the run's domain id, lives in its own session (so a terminal Ctrl-C reaches it only
+through us), and dies with the launcher (``PR_SET_PDEATHSIG``). On Ctrl-C or SIGTERM the
+children get SIGINT, then SIGTERM after 5 s, then SIGKILL: all are gone within 10 s.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from affectsim_ros.graph import GRAPHS, default_params_file, validate_launch_args
+from affectsim_ros.ros.env import loopback_env, pick_domain_id
+
+INT_GRACE_S = 5.0
+TERM_GRACE_S = 3.0
+
+
+def _die_with_parent() -> None:  # runs in the child between fork and exec
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _param_arg(name: str, value: object) -> str:
+    if isinstance(value, bool):
+        return f"{name}:={'true' if value else 'false'}"
+    return f"{name}:={value}"
+
+
+class GraphProcesses:
+    """The running processes of one graph. Use as a context manager or call :meth:`stop`."""
+
+    def __init__(self, graph: str = "bench", args: dict[str, str] | None = None, domain_id: int | None = None,
+                 params_file: Path | None = None, extra_params: dict[str, dict[str, object]] | None = None,
+                 log_dir: Path | None = None) -> None:
+        if graph not in GRAPHS:
+            raise KeyError(f"unknown graph {graph!r}; known: {', '.join(GRAPHS)}")
+        overrides = validate_launch_args(args or {})
+        for node, params in (extra_params or {}).items():
+            overrides.setdefault(node, {}).update(params)
+        self.domain_id = domain_id if domain_id is not None else pick_domain_id()
+        self.env = loopback_env(self.domain_id)
+        params_file = params_file or default_params_file()
+        self.procs: dict[str, subprocess.Popen] = {}
+        self._logs = []
+        try:
+            for spec in GRAPHS[graph]:
+                cmd = [sys.executable, "-m", spec.module, "--ros-args", "-r", f"__node:={spec.name}",
+                       "--params-file", str(params_file)]
+                for name, value in overrides.get(spec.name, {}).items():
+                    cmd += ["-p", _param_arg(name, value)]
+                out = None
+                if log_dir is not None:
+                    log_dir.mkdir(parents=True, exist_ok=True)
+                    out = open(log_dir / f"{spec.name}.log", "w")
+                    self._logs.append(out)
+                self.procs[spec.name] = subprocess.Popen(
+                    cmd, env=self.env, start_new_session=True, preexec_fn=_die_with_parent,
+                    stdout=out, stderr=subprocess.STDOUT if out else None,
+                )
+        except BaseException:
+            self.stop()
+            raise
+
+    def __enter__(self) -> "GraphProcesses":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def pids(self) -> dict[str, int]:
+        return {name: p.pid for name, p in self.procs.items()}
+
+    def poll(self) -> dict[str, int | None]:
+        return {name: p.poll() for name, p in self.procs.items()}
+
+    def stop(self) -> dict[str, int | None]:
+        """SIGINT, then SIGTERM, then SIGKILL; returns each node's exit code."""
+        for sig, grace in ((signal.SIGINT, INT_GRACE_S), (signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, 2.0)):
+            alive = [p for p in self.procs.values() if p.poll() is None]
+            if not alive:
+                break
+            for p in alive:
+                try:
+                    os.killpg(p.pid, sig)
+                except ProcessLookupError:
+                    pass
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and any(p.poll() is None for p in alive):
+                time.sleep(0.05)
+        for f in self._logs:
+            f.close()
+        self._logs = []
+        return self.poll()
+
+
+def run(graph: str, args: dict[str, str], domain_id: int | None = None, params_file: Path | None = None) -> int:
+    """Foreground launch: returns when a node exits or on Ctrl-C / SIGTERM, with all nodes stopped."""
+    stop = {"sig": None}
+
+    def on_signal(signum, _frame) -> None:
+        stop["sig"] = signum
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        procs = GraphProcesses(graph, args, domain_id, params_file)
+        print(f"[affectsim] graph {graph!r} running: {procs.pids()} on ROS_DOMAIN_ID={procs.domain_id} "
+              f"(ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST). Ctrl-C to stop.", flush=True)
+        code = 0
+        while stop["sig"] is None:
+            exited = {n: c for n, c in procs.poll().items() if c is not None}
+            if exited:
+                print(f"[affectsim] node exited: {exited}; stopping the graph", file=sys.stderr, flush=True)
+                code = 1 if any(exited.values()) else 0
+                break
+            time.sleep(0.1)
+        codes = procs.stop()
+        print(f"[affectsim] stopped: {codes}", flush=True)
+        return code
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

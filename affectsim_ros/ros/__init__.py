@@ -1,0 +1,1 @@
+"""Thin ROS 2 helpers: loopback-only environment, message conversions. Import only where ROS is used."""
