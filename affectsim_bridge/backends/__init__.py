@@ -17,9 +17,9 @@ def _mujoco(**kwargs) -> SimulatorBackend:
 
 @BACKENDS.register("habitat")
 def _habitat(**kwargs) -> SimulatorBackend:
-    from affectsim_bridge.backends.habitat_backend import HabitatBackend
+    from affectsim_bridge.backends.habitat_backend import create
 
-    return HabitatBackend(**kwargs)
+    return create(**kwargs)
 
 
 def create_backend(name: str, **kwargs) -> SimulatorBackend:

@@ -18,13 +18,13 @@ except ImportError as exc:  # pragma: no cover - depends on the machine
     _IMPORT_ERROR = exc
 
 
-class HabitatBackend(SimulatorBackend):
-    def __init__(self, **kwargs) -> None:
-        if _IMPORT_ERROR is not None:
-            raise MissingDependency(
-                "habitat", "habitat-sim", "install it with `conda install habitat-sim -c aihabitat -c conda-forge` "
-                "(there is no working pip wheel for Python 3.11 on glibc < 2.38); the default backend is 'mujoco'",
-            ) from _IMPORT_ERROR
-        raise NotImplementedError(
-            "habitat-sim is installed, but the habitat backend of AffectSim is not implemented yet; use 'mujoco'"
-        )
+def create(**kwargs) -> SimulatorBackend:
+    """Factory registered as ``habitat``: raises with the install hint until implemented."""
+    if _IMPORT_ERROR is not None:
+        raise MissingDependency(
+            "habitat", "habitat-sim", "install it with `conda install habitat-sim -c aihabitat -c conda-forge` "
+            "(there is no working pip wheel for Python 3.11 on glibc < 2.38); the default backend is 'mujoco'",
+        ) from _IMPORT_ERROR
+    raise NotImplementedError(
+        "habitat-sim is installed, but the habitat backend of AffectSim is not implemented yet; use 'mujoco'"
+    )

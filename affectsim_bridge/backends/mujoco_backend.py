@@ -71,8 +71,9 @@ class MujocoBackend(SimulatorBackend):
         m = self.model
         m.cam_resolution[cam_id] = (k.width, k.height)
         m.cam_sensorsize[cam_id] = (k.width, k.height)
-        # MuJoCo: principal point as an offset from the image centre, y up; ROS: pixel index, y down
-        m.cam_intrinsic[cam_id] = (k.fx, k.fy, k.cx - (k.width - 1) / 2.0, (k.height - 1) / 2.0 - k.cy)
+        # MuJoCo's principal offset shifts the frustum, so the image moves the opposite way: an
+        # offset of (centre - c) puts the principal point at pixel c (ROS: pixel centres at integers)
+        m.cam_intrinsic[cam_id] = (k.fx, k.fy, (k.width - 1) / 2.0 - k.cx, (k.height - 1) / 2.0 - k.cy)
         m.cam_fovy[cam_id] = math.degrees(2 * math.atan(k.height / 2.0 / k.fy))
 
     def _sync(self) -> None:

@@ -6,8 +6,8 @@ import os
 import random
 from pathlib import Path
 
-DOMAIN_MIN, DOMAIN_MAX = 1, 101
-FASTDDS_PROFILE = Path(__file__).resolve().parents[2] / "config" / "fastdds_loopback.xml"  # Linux-safe domain ids (ports of 102+ collide with ephemeral ports)
+DOMAIN_MIN, DOMAIN_MAX = 1, 101  # Linux-safe domain ids (ports of 102+ collide with ephemeral ports)
+FASTDDS_PROFILE = Path(__file__).resolve().parents[2] / "config" / "fastdds_loopback.xml"
 
 
 def pick_domain_id() -> int:
