@@ -293,11 +293,13 @@ class BridgeNode(Node):
         self._cmd = (lin, ang, self.backend.sim_time)
 
     def destroy_node(self) -> None:
-        try:
-            self.world.call(self.backend.close, timeout=5.0)
-        except (RuntimeError, TimeoutError):
-            pass
-        self.world.stop()
+        world = getattr(self, "world", None)  # absent when __init__ failed on a bad parameter
+        if world is not None:
+            try:
+                world.call(self.backend.close, timeout=5.0)
+            except (AttributeError, RuntimeError, TimeoutError):
+                pass
+            world.stop()
         super().destroy_node()
 
 

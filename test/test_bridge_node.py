@@ -1,0 +1,135 @@
+"""The bridge node over real DDS: contract topics, TF, lockstep motion, clock, bad requests."""
+
+import math
+import shutil
+import threading
+import time
+
+import numpy as np
+import pytest
+import rclpy
+from geometry_msgs.msg import Twist
+
+from affectsim_bridge.backends.base import Action
+from affectsim_bridge.scene import BUILTIN_DIR
+from affectsim_ros.core.geometry import Transform, quat_to_matrix
+from affectsim_ros.launcher import GraphProcesses
+from affectsim_ros.ros.bridge_client import LATCHED, TOPICS, BridgeClient
+from affectsim_ros.ros.conversions import from_time, image_to_array
+from affectsim_ros.ros.env import ensure_loopback
+
+
+@pytest.fixture(scope="module")
+def bridge(tmp_path_factory):
+    logs = tmp_path_factory.mktemp("logs")
+    with GraphProcesses("bench", {"mode": "lockstep"}, log_dir=logs) as g:
+        ensure_loopback(g.domain_id)
+        rclpy.init()
+        client = BridgeClient("test_client", topics=tuple(TOPICS) + tuple(LATCHED))
+        client.wait_for_bridge(90)
+        res = client.load("test_apartment", 1.0, 2.5, 0.0)
+        assert res.success, res.message
+        yield client, g
+        client.close()
+        rclpy.shutdown()
+        assert g.poll()["bridge"] is None, (logs / "bridge.log").read_text()
+
+
+def test_contract_topics_types_encodings_frames(bridge):
+    client, _ = bridge
+    res, rgb, depth = client.step_and_frame(Action.STOP)
+    assert rgb.encoding == "rgb8" and (rgb.width, rgb.height) == (640, 480)
+    assert depth.encoding == "32FC1" and depth.header.frame_id == rgb.header.frame_id == "head_camera_rgb_optical_frame"
+    info = client.wait_for_stamp("rgb_info", res.stamp)
+    dinfo = client.wait_for_stamp("depth_info", res.stamp)
+    assert (info.width, info.height) == (640, 480) and list(info.k) == list(dinfo.k)
+    scan = client.wait_for_stamp("scan", res.stamp)
+    assert scan.header.frame_id == "laser_link" and len(scan.ranges) > 600
+    odom = client.wait_for_stamp("odom", res.stamp)
+    assert (odom.header.frame_id, odom.child_frame_id) == ("odom", "base_link")
+    grid = client.wait_for("map", timeout=10)
+    assert grid.header.frame_id == "map" and grid.info.resolution == pytest.approx(0.05)
+    assert set(np.unique(np.array(grid.data, np.int8))) == {-1, 0, 100}
+    d = image_to_array(depth)
+    assert d.dtype == np.float32 and np.nanmin(d) > 0.05 and np.isfinite(d).mean() > 0.9
+
+
+def _tf_chain(client, stamp) -> dict[tuple[str, str], Transform]:
+    edges = {}
+    static = client.wait_for("tf_static", timeout=10)
+    dynamic = client.wait_for("tf", lambda m: m.transforms and abs(from_time(m.transforms[0].header.stamp)
+                                                                    - from_time(stamp)) < 1e-6, timeout=10)
+    for t in [*static.transforms, *dynamic.transforms]:
+        q, p = t.transform.rotation, t.transform.translation
+        edges[t.child_frame_id] = (t.header.frame_id,
+                                   Transform(quat_to_matrix(np.array([q.w, q.x, q.y, q.z])), np.array([p.x, p.y, p.z])))
+    return edges
+
+
+def test_tf_resolves_map_to_optical_frame(bridge):
+    client, _ = bridge
+    res, _, _ = client.step_and_frame(Action.TURN_LEFT)
+    edges = _tf_chain(client, res.stamp)
+    frame, tf = "head_camera_rgb_optical_frame", Transform.identity()
+    chain = [frame]
+    while frame != "map":
+        assert frame in edges, f"TF chain broken at {frame}; have {sorted(edges)}"
+        parent, t = edges[frame]
+        tf = t.compose(tf)
+        frame = parent
+        chain.append(frame)
+    assert chain[-3:] == ["base_link", "odom", "map"]
+    # the optical frame sits ~1.1 m up, ahead of the base, and looks along the base heading
+    yaw = res.pose.theta
+    assert 1.0 < tf.translation[2] < 1.2
+    assert np.allclose(tf.rotation[:, 2], [math.cos(yaw), math.sin(yaw), 0], atol=1e-6)
+    assert np.linalg.norm(tf.translation[:2] - [res.pose.x, res.pose.y]) < 0.3
+
+
+def test_forward_moves_odom_by_a_quarter_metre_and_clock_is_monotonic(bridge):
+    client, _ = bridge
+    assert client.load("test_apartment", 1.0, 2.5, 0.0).success  # sim time restarts at 0
+    with client._cv:
+        client.msgs["clock"].clear()
+    r0, _, _ = client.step_and_frame(Action.STOP)
+    o0 = client.wait_for_stamp("odom", r0.stamp).pose.pose.position
+    r1, _, _ = client.step_and_frame(Action.FORWARD)
+    o1 = client.wait_for_stamp("odom", r1.stamp).pose.pose.position
+    assert not r1.clipped and r1.distance_moved == pytest.approx(0.25)
+    assert math.hypot(o1.x - o0.x, o1.y - o0.y) == pytest.approx(0.25, abs=1e-6)
+    assert from_time(r1.stamp) - from_time(r0.stamp) == pytest.approx(0.25)
+    clocks = [from_time(m.clock) for m in list(client.msgs["clock"])]
+    assert len(clocks) >= 2 and clocks == sorted(clocks) and len(set(clocks)) == len(clocks)
+    # drive into the west wall: clipped, never through it
+    assert client.load("test_apartment", 0.5, 1.5, math.pi).success
+    r = client.apply(Action.FORWARD)
+    assert r.success and r.clipped and r.pose.x == pytest.approx(0.35, abs=1e-3)
+
+
+def test_bad_requests_are_rejected_and_the_node_keeps_running(bridge, tmp_path):
+    client, g = bridge
+    r = client.load("no_such_scene", 1.0, 2.5, 0.0)
+    assert not r.success and "no_such_scene" in r.message and "built-in scene id" in r.message
+    r = client.load("test_apartment", 0.05, 0.05, 0.0)
+    assert not r.success and "robot_pose" in r.message and "navigable" in r.message
+    r = client.load("test_apartment", float("nan"), 2.5, 0.0)
+    assert not r.success and "robot_pose" in r.message
+    r = client.apply(9)
+    assert not r.success and "action" in r.message
+    pub = client.node.create_publisher(Twist, "/cmd_vel", 10)
+    bad = Twist()
+    bad.linear.x = float("nan")
+    pub.publish(bad)
+    # a call during a reset: load a copy of the scene (new file -> full rebuild) and step meanwhile
+    copy = tmp_path / "apartment_copy.yaml"
+    shutil.copy(BUILTIN_DIR / "test_apartment.yaml", copy)
+    result = {}
+    t = threading.Thread(target=lambda: result.update(r=client.load(str(copy), 1.0, 2.5, 0.0)))
+    t.start()
+    time.sleep(0.3)
+    during = client.apply(Action.FORWARD)
+    t.join(60)
+    assert result["r"].success, result["r"].message
+    assert not during.success and "resetting" in during.message
+    assert g.poll()["bridge"] is None
+    assert client.step_and_frame(Action.FORWARD)[0].success

@@ -1,0 +1,77 @@
+"""The graph as users start it: `affectsim launch bench`, topics up, Ctrl-C, nothing left behind."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+import rclpy
+from geometry_msgs.msg import Twist
+
+from affectsim_ros.ros.bridge_client import BridgeClient
+from affectsim_ros.ros.conversions import from_time
+from affectsim_ros.ros.env import loopback_env, pick_domain_id
+
+AFFECTSIM = [sys.executable, "-m", "affectsim_ros.cli"]
+
+
+def _start(args, domain):
+    return subprocess.Popen([*AFFECTSIM, "launch", "bench", *args, "--domain-id", str(domain)],
+                            env=loopback_env(domain), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_launch_topics_up_then_ctrl_c_leaves_no_process():
+    domain = pick_domain_id()
+    launcher = _start(["mode:=free_run"], domain)
+    children = []
+    os.environ["ROS_DOMAIN_ID"] = str(domain)
+    rclpy.init()
+    try:
+        client = BridgeClient("graph_test", topics=("rgb", "odom", "clock"))
+        client.wait_for("rgb", timeout=60)
+        children = psutil.Process(launcher.pid).children(recursive=True)
+        assert children, "launcher started no node"
+        # free-running: /cmd_vel drives the base, sim time advances by itself
+        pub = client.node.create_publisher(Twist, "/cmd_vel", 10)
+        cmd = Twist()
+        cmd.linear.x = 0.4
+        x0 = client.wait_for("odom", timeout=10).pose.pose.position.x
+        t0 = from_time(client.wait_for("clock", timeout=10).clock)
+        for _ in range(15):
+            pub.publish(cmd)
+            time.sleep(0.1)
+        x1 = client.wait_for("odom", timeout=10).pose.pose.position.x
+        t1 = from_time(client.wait_for("clock", timeout=10).clock)
+        assert t1 > t0 + 0.5 and x1 > x0 + 0.1
+        client.close()
+    finally:
+        rclpy.shutdown()
+    t = time.monotonic()
+    launcher.send_signal(signal.SIGINT)
+    out, _ = launcher.communicate(timeout=15)
+    assert time.monotonic() - t < 10.0, out
+    assert launcher.returncode == 0, out
+    psutil.wait_procs(children, timeout=1)
+    assert not [p.pid for p in children if p.is_running() and p.status() != psutil.STATUS_ZOMBIE], out
+
+
+@pytest.mark.parametrize("arg, message", [
+    ("mode:=fast", "launch argument mode='fast' is invalid; expected one of lockstep, free_run"),
+    ("scene:=atlantis", "launch argument scene='atlantis' is invalid"),
+    ("real_time_factor:=-1", "launch argument real_time_factor='-1' is invalid"),
+    ("colour:=red", "launch argument='colour' is invalid"),
+])
+def test_bad_launch_arguments_fail_fast(arg, message):
+    proc = subprocess.run([*AFFECTSIM, "launch", "bench", arg], env=loopback_env(pick_domain_id()),
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and message in proc.stderr
+
+
+def test_bad_node_parameter_stops_the_node_with_a_clear_message():
+    domain = pick_domain_id()
+    proc = subprocess.run([sys.executable, "-m", "affectsim_bridge.bridge_node", "--ros-args", "-p", "camera_width:=5"],
+                          env=loopback_env(domain), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "parameter camera_width=5 is invalid" in proc.stderr
