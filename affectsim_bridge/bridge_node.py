@@ -17,7 +17,6 @@ import math
 import os
 import sys
 import threading
-import time
 
 import rclpy
 from affectsim_interfaces.srv import ApplyAction, LoadWorld

@@ -22,7 +22,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, shortest_path
 
-from affectsim_bridge.scene import Rect, Scene
+from affectsim_bridge.scene import Scene
 
 _EPS = 1e-6
 _CORNER_STEPS = 3  # 90 deg per corner in 3 chords of 30 deg

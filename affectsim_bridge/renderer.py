@@ -52,12 +52,13 @@ class RGBDRenderer:
         mujoco.mjr_render(self._rect, self._scene, self._ctx)
         mujoco.mjr_readPixels(self._rgb, self._zbuf, self._rect, self._ctx)
         rgb = self._rgb[::-1].copy()
-        z = self._zbuf[::-1]
-        # zero-far depth map: d in [0, 1] -> metric z (as mujoco.Renderer, in float32)
+        # zero-far depth map: d in [0, 1] -> metric z = n f / (n + d (f - n)), as mujoco.Renderer
         n, f = np.float32(self.near), np.float32(self.far)
-        depth = (n * f) / (n + z * (f - n))
-        depth[(z <= 0.0) | (depth > min(max_depth, self.far * 0.999))] = np.nan
-        return rgb, depth.astype(np.float32, copy=False)
+        depth = self._zbuf[::-1] * (f - n)
+        depth += n
+        np.divide(n * f, depth, out=depth)
+        depth[depth > min(max_depth, self.far * 0.999)] = np.nan  # d = 0 (nothing hit) maps to the far plane
+        return rgb, depth
 
     def close(self) -> None:
         if self._gl is not None:

@@ -48,7 +48,7 @@ def _tour(ns: argparse.Namespace) -> int:
         try:
             client = BridgeClient("tour_client")
             client.wait_for_bridge(90)
-            people = [dict(id="person0", x=4.2, y=2.8, yaw=math.pi, appearance=1, is_target=True),
+            people = [dict(id="person0", x=4.4, y=4.1, yaw=-2.4, appearance=1, is_target=True),
                       dict(id="person1", x=8.6, y=4.2, yaw=-math.pi / 2, appearance=4, is_target=False)]
             res = client.load(ns.scene, ns.x, ns.y, ns.yaw, people if ns.scene == "test_apartment" else [])
             if not res.success:

@@ -78,6 +78,7 @@ def save_png(img: Image.Image, path: Path) -> None:
     os.close(fd)
     try:
         img.save(tmp, format="PNG")
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

@@ -21,7 +21,7 @@ from affectsim_bridge.backends.base import (
 from affectsim_bridge.mjcf_builder import HUMAN_PARTS, HUMAN_SLOTS, PARK_Z, build_mjcf, human_colors
 from affectsim_bridge.renderer import RGBDRenderer, mujoco
 from affectsim_bridge.scene import Scene
-from affectsim_ros.core.geometry import Transform, quat_from_yaw, quat_to_matrix
+from affectsim_ros.core.geometry import Transform, quat_from_yaw
 
 
 class MujocoBackend(SimulatorBackend):
@@ -171,7 +171,3 @@ class MujocoBackend(SimulatorBackend):
         for r in self._renderers.values():
             r.close()
         self._renderers.clear()
-
-
-def quat_matrix(q) -> np.ndarray:  # re-export for callers that hold MuJoCo quaternions
-    return quat_to_matrix(np.asarray(q))

@@ -17,6 +17,7 @@ from affectsim_interfaces.msg import HumanPlacement
 from affectsim_interfaces.srv import ApplyAction, LoadWorld
 from geometry_msgs.msg import Pose2D as Pose2DMsg
 from nav_msgs.msg import OccupancyGrid, Odometry
+from rclpy.executors import ExternalShutdownException
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -64,8 +65,11 @@ class BridgeClient:
         self._thread.start()
 
     def _spin(self) -> None:
-        while self._running and rclpy.ok():
-            self._executor.spin_once(timeout_sec=0.05)
+        try:
+            while self._running and rclpy.ok():
+                self._executor.spin_once(timeout_sec=0.05)
+        except ExternalShutdownException:  # rclpy.shutdown() while spinning: just stop
+            pass
 
     def _store(self, key: str, msg: Any) -> None:
         with self._cv:
