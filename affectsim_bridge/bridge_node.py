@@ -33,7 +33,15 @@ from tf2_msgs.msg import TFMessage
 
 from affectsim_bridge import fetch_model
 from affectsim_bridge.backends import BACKENDS, create_backend
-from affectsim_bridge.backends.base import Action, CameraIntrinsics, HumanPlacement, LaserSpec, RobotConfig
+from affectsim_bridge.backends.base import (
+    STEP_SECONDS,
+    TURN_RAD,
+    Action,
+    CameraIntrinsics,
+    HumanPlacement,
+    LaserSpec,
+    RobotConfig,
+)
 from affectsim_bridge.scene import load_scene
 from affectsim_ros.core.errors import AffectSimError, InvalidInput
 from affectsim_ros.core.geometry import Pose2D, Transform
@@ -71,10 +79,10 @@ PARAMS: dict[str, tuple[object, str]] = {
 class BridgeNode(Node):
     """Thin adapter from a :class:`SimulatorBackend` to the ROS interface contract."""
 
-    def __init__(self, **overrides) -> None:
-        super().__init__("bridge", parameter_overrides=[])
+    def __init__(self) -> None:
+        super().__init__("bridge")
         for name, (default, desc) in PARAMS.items():
-            self.declare_parameter(name, overrides.get(name, default), ParameterDescriptor(description=desc))
+            self.declare_parameter(name, default, ParameterDescriptor(description=desc))
         self.p = self._read_params()
         k = CameraIntrinsics.from_vfov(self.p["camera_width"], self.p["camera_height"],
                                        math.radians(self.p["camera_vfov_deg"]))
@@ -84,7 +92,7 @@ class BridgeNode(Node):
         self._state_lock = threading.Lock()
         self._cmd = (0.0, 0.0, -math.inf)  # linear, angular, sim time received
         self._map_odom = Transform.identity()
-        self._next = {"camera": 0.0, "scan": 0.0, "odom": 0.0}
+        self._map_msg: tuple[object, OccupancyGrid] | None = None  # (scene, map) published for it
         self._last_twist = (0.0, 0.0)
 
         from affectsim_bridge.world_thread import WorldThread
@@ -157,8 +165,10 @@ class BridgeNode(Node):
         self._cmd = (0.0, 0.0, -math.inf)
         self._next = {"camera": 0.0, "scan": 0.0, "odom": 0.0}
         stamp = cv.to_time(0.0)
-        grid, origin = self.backend.navigable.occupancy_grid(MAP_RESOLUTION)
-        self.pub["map"].publish(cv.occupancy_msg(grid, origin, MAP_RESOLUTION, stamp))
+        if self._map_msg is None or self._map_msg[0] is not scene:  # /map is latched: once per scene
+            grid, origin = self.backend.navigable.occupancy_grid(MAP_RESOLUTION)
+            self._map_msg = (scene, cv.occupancy_msg(grid, origin, MAP_RESOLUTION, stamp))
+            self.pub["map"].publish(self._map_msg[1])
         self._publish_static(stamp)
         self._publish_all(camera=True, scan=True)
         return self.backend.sim_time
@@ -261,8 +271,10 @@ class BridgeNode(Node):
             return res
 
         def step():
-            r = self.backend.apply_action(Action(req.action))
-            self._last_twist = (r.distance_m / 0.25, 0.0)
+            action = Action(req.action)
+            r = self.backend.apply_action(action)
+            turn = {Action.TURN_LEFT: TURN_RAD, Action.TURN_RIGHT: -TURN_RAD}.get(action, 0.0)
+            self._last_twist = (r.distance_m / STEP_SECONDS, turn / STEP_SECONDS)
             self._publish_all(camera=True, scan=True)
             return r
 

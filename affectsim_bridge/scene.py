@@ -330,10 +330,10 @@ def parse_scene(data: Any, source: str = "<scene>") -> Scene:
         rgba2 = r.vec(m, "rgba2", p, 4) if "rgba2" in m else None
         materials[name] = Material(name, r.vec(m, "rgba", p, 4), tex, rgba2)
 
-    def material(d: dict, p: str, default: Any = ...) -> str:
-        name = r.get(d, "material", p, default)
+    def material(d: dict, p: str, default: Any = ..., key: str = "material") -> str:
+        name = r.get(d, key, p, default)
         if name not in materials:
-            raise r.fail(f"{p}.material", name, f"one of the scene's materials ({', '.join(sorted(materials))})")
+            raise r.fail(f"{p}.{key}", name, f"one of the scene's materials ({', '.join(sorted(materials))})")
         return name
 
     rooms = []
@@ -352,8 +352,7 @@ def parse_scene(data: Any, source: str = "<scene>") -> Scene:
                 math.radians(r.num(md, "vfov_deg", mp, 60.0, 10.0, 150.0)),
             )
         rooms.append(Room(r.get(rd, "id", p, kind=str), r.get(rd, "type", p, "room", kind=str), verts,
-                          _check_mat(r, materials, r.get(rd, "floor_material", p, "floor"), f"{p}.floor_material"),
-                          mon))
+                          material(rd, p, "floor", key="floor_material"), mon))
     if not rooms:
         raise r.fail("rooms", [], "at least one room")
     _unique(r, [rm.id for rm in rooms], "rooms[].id")
@@ -419,12 +418,6 @@ def parse_scene(data: Any, source: str = "<scene>") -> Scene:
     meta = r.get(data, "meta", "", {}, kind=dict)
     return Scene(sid, r.get(data, "name", "", sid, kind=str), source, wall_h, materials, tuple(rooms), tuple(walls),
                  tuple(furniture), lights, meta)
-
-
-def _check_mat(r: _Reader, materials: dict, name: Any, path: str) -> str:
-    if name not in materials:
-        raise r.fail(path, name, f"one of the scene's materials ({', '.join(sorted(materials))})")
-    return name
 
 
 def _unique(r: _Reader, ids: list[str], path: str) -> None:

@@ -52,6 +52,8 @@ def actions_toward(pose, target: np.ndarray) -> Action:
 def run_tour(client, scene: Scene, nav: NavigableSpace, start_pose, out_dir: Path, frame_every: int = 10,
              max_steps: int = 900, log=print) -> dict:
     """Drive ``client`` (a :class:`BridgeClient`) on the tour; write ``contact_sheet.png`` and ``tour.json``."""
+    from affectsim_ros.ros.conversions import image_to_array  # ROS message types: only with a client
+
     pose = start_pose
     start = np.array([pose.x, pose.y])
     traj, frames, steps, clipped = [start.copy()], [], 0, 0
@@ -68,8 +70,6 @@ def run_tour(client, scene: Scene, nav: NavigableSpace, start_pose, out_dir: Pat
                 pose = res.pose
                 traj.append([pose.x, pose.y])
                 if steps % frame_every == 0:
-                    from affectsim_ros.ros.conversions import image_to_array
-
                     room = scene.room_at((pose.x, pose.y))
                     frames.append((image_to_array(rgb).copy(), image_to_array(depth).copy(),
                                    f"t={steps * 0.25:.2f}s {room.id if room else '?'} ({pose.x:.1f}, {pose.y:.1f})"))

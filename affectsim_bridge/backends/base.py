@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import abc
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
@@ -130,11 +130,12 @@ class RobotConfig:
     max_linear: float = 1.0  # m/s
     max_angular: float = 1.5  # rad/s
     slide: bool = True  # slide along obstacles instead of stopping
-    extra: dict = field(default_factory=dict)
 
 
 class SimulatorBackend(abc.ABC):
     """Abstract world. Subclasses implement loading, rendering, ray casting and link poses."""
+
+    max_humans = 2
 
     def __init__(self, robot: RobotConfig | None = None) -> None:
         self.robot = robot or RobotConfig()
@@ -200,8 +201,6 @@ class SimulatorBackend(abc.ABC):
         self.humans = tuple(humans)
         self.sim_time = 0.0
         self._sync()
-
-    max_humans = 2
 
     def _human_discs(self) -> np.ndarray:
         return np.array([[h.x, h.y, 0.25] for h in self.humans]).reshape(-1, 3)

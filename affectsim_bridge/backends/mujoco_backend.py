@@ -57,6 +57,10 @@ class MujocoBackend(SimulatorBackend):
         self._viewer_cam = m.camera("viewer").id
         self._viewer_mocap = m.body_mocapid[m.body("viewer_cam").id]
         self._human_mocap = [m.body_mocapid[m.body(f"human{k}").id] for k in range(HUMAN_SLOTS)]
+        # per person slot: (geom id, colour role) of every part, and the appearance last applied
+        self._human_geoms = [[(g, HUMAN_PARTS[m.geom(g).name.split("_")[1]]) for g in range(m.ngeom)
+                              if m.geom(g).name.startswith(f"human{k}_")] for k in range(HUMAN_SLOTS)]
+        self._appearance: list[int | None] = [None] * HUMAN_SLOTS
         self._link_body = {name: m.body(f"robot0:{name}").id for name in ["base_link", *fetch_model.TF_TREE]}
         self._laser_body = self._link_body["laser_link"]
         self._set_intrinsics(self._head_cam, self._head)
@@ -99,13 +103,12 @@ class MujocoBackend(SimulatorBackend):
         mujoco.mj_camlight(self.model, d)
 
     def _color_human(self, k: int, appearance: int) -> None:
+        if self._appearance[k] == appearance:
+            return
         colors = human_colors(appearance)
-        m = self.model
-        for gid in range(m.ngeom):
-            name = m.geom(gid).name
-            if name.startswith(f"human{k}_"):
-                part = name.split("_")[1]
-                m.geom_rgba[gid] = (*colors[HUMAN_PARTS[part]], 1.0)
+        for gid, role in self._human_geoms[k]:
+            self.model.geom_rgba[gid] = (*colors[role], 1.0)
+        self._appearance[k] = appearance
 
     # ------------------------------------------------------------------ sensors
     def _renderer(self, width: int, height: int) -> RGBDRenderer:
