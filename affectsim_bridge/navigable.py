@@ -8,7 +8,8 @@ the rectangles, not a raster.
 Geodesics use a visibility graph over the obstacles inflated by the robot radius.
 Each inflated corner (a quarter circle) is replaced by a polygon that encloses it
 (vertices at ``radius / cos(15 deg)``), so a geodesic is never shorter than the
-true one and at most a few millimetres longer per corner it wraps. All-pairs
+true one and at most a few millimetres longer per corner it wraps. A 1 m lattice of
+free points joins the graph so that connectivity is defined in obstacle-free rooms too. All-pairs
 distances between graph vertices are precomputed per scene; a query then only
 tests which vertices the two end points see.
 """
@@ -154,6 +155,11 @@ class NavigableSpace:
                     a = base + k * (math.pi / 2) / _CORNER_STEPS
                     local = np.array([sx * rect.hx, sy * rect.hy]) + r_out * np.array([math.cos(a), math.sin(a)])
                     verts.append(rot @ local + [rect.cx, rect.cy])
+        # plus a 1 m lattice inside the rooms, so that every free point sees some vertex even in an
+        # empty convex room (corners of walls meeting there are not free); paths stay optimal
+        xmin, ymin, xmax, ymax = self.scene.bounds()
+        gx, gy = np.meshgrid(np.arange(xmin + 0.5, xmax, 1.0), np.arange(ymin + 0.5, ymax, 1.0))
+        verts += list(np.stack([gx.ravel(), gy.ravel()], 1))
         v = np.array(verts).reshape(-1, 2)
         if len(v):
             v = v[self.is_free(v)]

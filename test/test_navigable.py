@@ -94,3 +94,10 @@ def test_sampling_is_uniform_over_the_main_region(apt):
     assert apt.is_navigable(pts).all()
     rooms = [apt.scene.room_at(tuple(p)).id for p in pts]
     assert set(rooms) == {"living", "kitchen", "bedroom", "study"}
+
+
+def test_empty_room_is_navigable_and_connected():
+    nav = NavigableSpace(box_room(w=8, h=6), R)
+    pts = np.array([[1.0, 3.0], [7.0, 1.0], [4.0, 5.5]])
+    assert nav.is_navigable(pts).all()
+    assert nav.geodesic_distance(pts[0], pts[1]) == pytest.approx(np.linalg.norm(pts[0] - pts[1]))
