@@ -13,31 +13,19 @@ import xml.etree.ElementTree as ET
 import numpy as np
 
 from affectsim_bridge import fetch_model
+from affectsim_bridge.humans.body import BodyShape, geom_layout
+from affectsim_bridge.humans.skeleton import JOINTS
 from affectsim_bridge.scene import Furniture, Scene
 from affectsim_ros.core.geometry import look_at_rotation, matrix_to_quat
 
 HUMAN_SLOTS = 2
 PARK_Z = -50.0  # unused people are parked below the floor
-SKIN = [(0.96, 0.80, 0.69), (0.87, 0.67, 0.52), (0.70, 0.50, 0.36), (0.52, 0.36, 0.25), (0.36, 0.24, 0.17)]
-CLOTH = [(0.75, 0.15, 0.15), (0.15, 0.35, 0.70), (0.20, 0.55, 0.30), (0.85, 0.70, 0.20), (0.45, 0.25, 0.55),
-         (0.90, 0.90, 0.90), (0.15, 0.15, 0.15), (0.90, 0.45, 0.15)]
-PANTS = [(0.15, 0.18, 0.30), (0.30, 0.30, 0.32), (0.40, 0.32, 0.22), (0.10, 0.10, 0.10)]
-HAIR = [(0.10, 0.07, 0.05), (0.35, 0.22, 0.10), (0.75, 0.60, 0.35), (0.50, 0.50, 0.50)]
-
-
 def _f(v) -> str:
     return " ".join(f"{float(x):.6g}" for x in np.atleast_1d(v))
 
 
 def _sub(parent: ET.Element, tag: str, **attrs) -> ET.Element:
     return ET.SubElement(parent, tag, {k: (v if isinstance(v, str) else _f(v)) for k, v in attrs.items()})
-
-
-def human_colors(appearance: int) -> dict[str, tuple[float, float, float]]:
-    """Skin, shirt, pants and hair colours for an appearance seed (deterministic)."""
-    rng = np.random.default_rng(appearance)
-    return {"skin": SKIN[rng.integers(len(SKIN))], "shirt": CLOTH[rng.integers(len(CLOTH))],
-            "pants": PANTS[rng.integers(len(PANTS))], "hair": HAIR[rng.integers(len(HAIR))]}
 
 
 def build_mjcf(scene: Scene, max_width: int = 1280, max_height: int = 960) -> str:
@@ -198,27 +186,24 @@ def _add_furniture(world: ET.Element, f: Furniture) -> None:
 
 
 def _add_human(world: ET.Element, k: int) -> None:
-    """Static capsule person (placeholder until articulated avatars): height 1.72 m, facing +x."""
-    body = _sub(world, "body", name=f"human{k}", mocap="true", pos=[0, 0, PARK_Z])
-    g = {"group": "1", "contype": "0", "conaffinity": "0"}
-    _sub(body, "geom", name=f"human{k}_torso", type="capsule", fromto=[0, 0, 1.02, 0, 0, 1.40], size=[0.15], **g)
-    _sub(body, "geom", name=f"human{k}_neck", type="capsule", fromto=[0, 0, 1.45, 0, 0, 1.52], size=[0.05], **g)
-    _sub(body, "geom", name=f"human{k}_head", type="ellipsoid", pos=[0.0, 0, 1.62], size=[0.09, 0.08, 0.11], **g)
-    _sub(body, "geom", name=f"human{k}_hair", type="ellipsoid", pos=[-0.03, 0, 1.675], size=[0.085, 0.083, 0.085], **g)
-    _sub(body, "geom", name=f"human{k}_pelvis", type="capsule", fromto=[0, -0.1, 0.95, 0, 0.1, 0.95], size=[0.11], **g)
-    for s, side in ((1, "l"), (-1, "r")):
-        _sub(body, "geom", name=f"human{k}_uarm_{side}", type="capsule",
-             fromto=[0, s * 0.21, 1.40, 0.02, s * 0.24, 1.13], size=[0.045], **g)
-        _sub(body, "geom", name=f"human{k}_farm_{side}", type="capsule",
-             fromto=[0.02, s * 0.24, 1.13, 0.08, s * 0.22, 0.90], size=[0.038], **g)
-        _sub(body, "geom", name=f"human{k}_hand_{side}", type="sphere", pos=[0.09, s * 0.22, 0.86], size=[0.045], **g)
-        _sub(body, "geom", name=f"human{k}_thigh_{side}", type="capsule",
-             fromto=[0, s * 0.1, 0.92, 0.01, s * 0.1, 0.50], size=[0.07], **g)
-        _sub(body, "geom", name=f"human{k}_shin_{side}", type="capsule",
-             fromto=[0.01, s * 0.1, 0.50, 0, s * 0.1, 0.09], size=[0.052], **g)
-        _sub(body, "geom", name=f"human{k}_foot_{side}", type="box", pos=[0.06, s * 0.1, 0.04],
-             size=[0.12, 0.05, 0.04], **g)
+    """Articulated avatar in slot ``k`` (skeleton.JOINTS, geoms of body.geom_layout); parked until placed.
 
-
-HUMAN_PARTS = {"torso": "shirt", "neck": "skin", "head": "skin", "hair": "hair", "pelvis": "pants",
-               "uarm": "shirt", "farm": "skin", "hand": "skin", "thigh": "pants", "shin": "pants", "foot": "pants"}
+    Sizes and colours are those of a default body; the backend reshapes each slot per performer.
+    """
+    layout = geom_layout(BodyShape())
+    offsets = BodyShape().joint_offsets()
+    bodies: dict[str, ET.Element] = {}
+    for j in JOINTS:
+        if j.parent is None:
+            el = _sub(world, "body", name=f"human{k}_{j.name}", pos=[0, 0, PARK_Z])
+            _sub(el, "freejoint", name=f"human{k}_root")
+        else:
+            el = _sub(bodies[j.parent], "body", name=f"human{k}_{j.name}", pos=offsets[j.name])
+            for d in j.dofs:
+                _sub(el, "joint", name=f"human{k}_{d.name}", type="hinge", axis=list(d.axis), range=[d.lo, d.hi],
+                     limited="true")
+        bodies[j.name] = el
+    for gs in layout:
+        _sub(bodies[gs.body], "geom", name=f"human{k}_{gs.name}", type=gs.type, pos=list(gs.pos), quat=list(gs.quat),
+             size=[v if v > 0 else 0.001 for v in gs.size], rgba=[0.5, 0.5, 0.5, 1], group="1",
+             contype="0", conaffinity="0", mass="0.01")

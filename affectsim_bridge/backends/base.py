@@ -20,6 +20,9 @@ from enum import IntEnum
 
 import numpy as np
 
+from affectsim_bridge.humans.body import BodyShape
+from affectsim_bridge.humans.motion import Motion
+from affectsim_bridge.humans.skeleton import DOF_INDEX, DOFS, PELVIS_HEIGHT
 from affectsim_bridge.navigable import NavigableSpace
 from affectsim_bridge.scene import Scene
 from affectsim_ros.core.errors import InvalidInput
@@ -28,6 +31,11 @@ from affectsim_ros.core.geometry import Pose2D, Transform, wrap_angle
 STEP_SECONDS = 0.25  # sim time per discrete action (4 Hz, PROTOCOL.md section 6)
 FORWARD_M = 0.25
 TURN_RAD = math.radians(15.0)
+
+
+REST_POSE = np.zeros(len(DOFS))  # standing, arms relaxed at the sides
+for _name, _deg in (("shoulder_l_abd", 8), ("shoulder_r_abd", 8), ("elbow_l_flex", 12), ("elbow_r_flex", 12)):
+    REST_POSE[DOF_INDEX[_name]] = math.radians(_deg)
 
 
 class Action(IntEnum):
@@ -73,7 +81,12 @@ class CameraIntrinsics:
 
 @dataclass(frozen=True)
 class HumanPlacement:
-    """A person in the scene: floor position (m, map), heading yaw (rad), appearance seed, target flag."""
+    """A person in the scene: anchor on the floor (m, map), heading yaw (rad), who and what they perform.
+
+    ``motion`` replays cyclically from ``phase`` seconds, in a frame anchored at (x, y, yaw);
+    without one the person stands still. The body is ``body``, else the motion's performer,
+    else drawn from the ``appearance`` seed.
+    """
 
     id: str
     x: float
@@ -81,6 +94,26 @@ class HumanPlacement:
     yaw: float
     appearance: int = 0
     is_target: bool = True
+    body: BodyShape | None = None
+    motion: Motion | None = None
+    phase: float = 0.0
+
+    def body_shape(self) -> BodyShape:
+        if self.body is not None:
+            return self.body
+        if self.motion is not None:
+            return self.motion.body
+        return BodyShape.random(np.random.default_rng(self.appearance))
+
+    def pose_at(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Root position (m, map), root yaw-pitch-roll (rad, map) and DoFs (rad) at sim time ``t``."""
+        if self.motion is None:
+            h = self.body_shape().height
+            return np.array([self.x, self.y, PELVIS_HEIGHT * h]), np.array([self.yaw, 0.0, 0.0]), REST_POSE.copy()
+        p, r, q = self.motion.sample(t + self.phase)
+        c, s = math.cos(self.yaw), math.sin(self.yaw)
+        pos = np.array([self.x + c * p[0] - s * p[1], self.y + s * p[0] + c * p[1], p[2]])
+        return pos, np.array([r[0] + self.yaw, r[1], r[2]]), q
 
 
 @dataclass(frozen=True)
@@ -203,7 +236,8 @@ class SimulatorBackend(abc.ABC):
         self._sync()
 
     def _human_discs(self) -> np.ndarray:
-        return np.array([[h.x, h.y, 0.25] for h in self.humans]).reshape(-1, 3)
+        """People as round obstacles for the base (x, y, radius 0.25 m) at the current sim time."""
+        return np.array([[*h.pose_at(self.sim_time)[0][:2], 0.25] for h in self.humans]).reshape(-1, 3)
 
     def apply_action(self, action: Action | int) -> MoveResult:
         """Apply one discrete action (lockstep): advances sim time by 0.25 s."""

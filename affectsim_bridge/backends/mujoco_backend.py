@@ -18,10 +18,13 @@ from affectsim_bridge.backends.base import (
     RobotConfig,
     SimulatorBackend,
 )
-from affectsim_bridge.mjcf_builder import HUMAN_PARTS, HUMAN_SLOTS, PARK_Z, build_mjcf, human_colors
+from affectsim_bridge.humans.body import BodyShape, geom_layout
+from affectsim_bridge.humans.skeleton import DOFS, JOINTS
+from affectsim_bridge.mjcf_builder import HUMAN_SLOTS, PARK_Z, build_mjcf
 from affectsim_bridge.renderer import RGBDRenderer, mujoco
 from affectsim_bridge.scene import Scene
-from affectsim_ros.core.geometry import Transform, quat_from_yaw
+from affectsim_bridge.humans.skeleton import root_rotation
+from affectsim_ros.core.geometry import Transform, matrix_to_quat
 
 
 class MujocoBackend(SimulatorBackend):
@@ -56,11 +59,7 @@ class MujocoBackend(SimulatorBackend):
         self._head_cam = m.camera("head_camera_rgb").id
         self._viewer_cam = m.camera("viewer").id
         self._viewer_mocap = m.body_mocapid[m.body("viewer_cam").id]
-        self._human_mocap = [m.body_mocapid[m.body(f"human{k}").id] for k in range(HUMAN_SLOTS)]
-        # per person slot: (geom id, colour role) of every part, and the appearance last applied
-        self._human_geoms = [[(g, HUMAN_PARTS[m.geom(g).name.split("_")[1]]) for g in range(m.ngeom)
-                              if m.geom(g).name.startswith(f"human{k}_")] for k in range(HUMAN_SLOTS)]
-        self._appearance: list[int | None] = [None] * HUMAN_SLOTS
+        self._slots = [_AvatarSlot(m, k) for k in range(HUMAN_SLOTS)]
         self._link_body = {name: m.body(f"robot0:{name}").id for name in ["base_link", *fetch_model.TF_TREE]}
         self._laser_body = self._link_body["laser_link"]
         self._set_intrinsics(self._head_cam, self._head)
@@ -91,24 +90,19 @@ class MujocoBackend(SimulatorBackend):
                              ("robot0:head_pan_joint", self.robot.head_pan),
                              ("robot0:head_tilt_joint", self.robot.head_tilt)):
             d.qpos[q[joint]] = value + (q0[q[joint]] if joint.endswith("tilt_joint") else 0.0)
-        for k, mocap in enumerate(self._human_mocap):
+        for k, slot in enumerate(self._slots):
             if k < len(self.humans):
                 h = self.humans[k]
-                d.mocap_pos[mocap] = (h.x, h.y, 0.0)
-                d.mocap_quat[mocap] = quat_from_yaw(h.yaw)
-                self._color_human(k, h.appearance)
+                slot.shape(self.model, h.body_shape())
+                slot.pose(d, *h.pose_at(self.sim_time))
             else:
-                d.mocap_pos[mocap] = (0.0, 0.0, PARK_Z)
+                slot.park(d)
         mujoco.mj_kinematics(self.model, d)
         mujoco.mj_camlight(self.model, d)
 
-    def _color_human(self, k: int, appearance: int) -> None:
-        if self._appearance[k] == appearance:
-            return
-        colors = human_colors(appearance)
-        for gid, role in self._human_geoms[k]:
-            self.model.geom_rgba[gid] = (*colors[role], 1.0)
-        self._appearance[k] = appearance
+    def human_points(self, k: int) -> np.ndarray:
+        """World positions (m, map) of person ``k``'s skeleton joints, in :data:`skeleton.JOINTS` order."""
+        return self.data.xpos[self._slots[k].bodies].copy()
 
     # ------------------------------------------------------------------ sensors
     def _renderer(self, width: int, height: int) -> RGBDRenderer:
@@ -174,3 +168,45 @@ class MujocoBackend(SimulatorBackend):
         for r in self._renderers.values():
             r.close()
         self._renderers.clear()
+
+
+class _AvatarSlot:
+    """Addresses of one person slot in the compiled model; reshapes and poses it in place."""
+
+    HIDDEN_GROUP = 5  # not rendered, not hit by the laser
+
+    def __init__(self, m: mujoco.MjModel, k: int) -> None:
+        self.root_qadr = m.jnt_qposadr[m.joint(f"human{k}_root").id]
+        self.dof_qadr = np.array([m.jnt_qposadr[m.joint(f"human{k}_{d.name}").id] for d in DOFS])
+        self.bodies = np.array([m.body(f"human{k}_{j.name}").id for j in JOINTS])
+        self.geoms = [m.geom(f"human{k}_{g.name}").id for g in geom_layout(BodyShape())]
+        self.current: BodyShape | None = None
+
+    def shape(self, m: mujoco.MjModel, body: BodyShape) -> None:
+        """Write a performer's proportions and colours into the model (skipped if unchanged)."""
+        if body == self.current:
+            return
+        offsets = body.joint_offsets()
+        for j, bid in zip(JOINTS, self.bodies):
+            if j.parent is not None:
+                m.body_pos[bid] = offsets[j.name]
+        colors = body.colors()
+        for gid, spec in zip(self.geoms, geom_layout(body)):
+            m.geom_pos[gid] = spec.pos
+            m.geom_quat[gid] = spec.quat
+            m.geom_size[gid] = [v if v > 0 else 0.001 for v in spec.size]
+            if spec.role == "hidden":
+                m.geom_group[gid] = self.HIDDEN_GROUP
+            else:
+                m.geom_group[gid] = 1
+                m.geom_rgba[gid] = (*colors[spec.role], 1.0)
+        self.current = body
+
+    def pose(self, d: mujoco.MjData, root_pos: np.ndarray, root_rot: np.ndarray, dofs: np.ndarray) -> None:
+        d.qpos[self.root_qadr:self.root_qadr + 3] = root_pos
+        d.qpos[self.root_qadr + 3:self.root_qadr + 7] = matrix_to_quat(root_rotation(np.asarray(root_rot)))
+        d.qpos[self.dof_qadr] = dofs
+
+    def park(self, d: mujoco.MjData) -> None:
+        d.qpos[self.root_qadr:self.root_qadr + 7] = (0.0, 0.0, PARK_Z, 1.0, 0.0, 0.0, 0.0)
+

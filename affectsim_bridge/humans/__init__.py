@@ -1,0 +1,1 @@
+"""Affective humans: skeleton, performer bodies, avatar geometry, motion clips."""

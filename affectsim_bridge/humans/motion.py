@@ -1,0 +1,167 @@
+"""Motion clips: root trajectory plus joint angles at a fixed rate, with the emotion label.
+
+"Affect belongs to the motion" (PROTOCOL.md section 1): the label, action type,
+performer, take, intensity and provenance travel with the clip. Clips replay
+cyclically from any starting phase; generated clips are periodic (pose and velocity
+continuous across the wrap), and :func:`loop_error` measures it for imported ones.
+
+Storage: one compressed ``.npz`` per clip (arrays plus a JSON metadata string), written
+atomically. Frames: the root trajectory is in the motion's own floor frame (x forward of
+the performance's anchor, z up, metres); placing a clip in a scene is a 2D rigid
+transform of that frame (``HumanPlacement``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zipfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from affectsim_bridge.humans.body import BodyShape
+from affectsim_bridge.humans.skeleton import DOFS
+from affectsim_ros.core.errors import InvalidInput
+
+EMOTIONS = ("angry", "fearful", "happy", "neutral", "sad")
+ACTIONS = ("walk", "sit_down", "seated", "knock", "standing", "dyadic")
+FORMAT = "affectsim-motion/1"
+
+
+@dataclass(eq=False)
+class Motion:
+    id: str
+    emotion: str
+    action: str
+    performer: str
+    take: int
+    fps: float
+    root_pos: np.ndarray  # (T, 3) m
+    root_rot: np.ndarray  # (T, 3) rad: yaw, pitch, roll
+    dofs: np.ndarray  # (T, D) rad, order of skeleton.DOFS
+    body: BodyShape = field(default_factory=BodyShape)
+    intensity: float = 1.0
+    provenance: dict = field(default_factory=dict)
+    cyclic: bool = True
+
+    @property
+    def frames(self) -> int:
+        return len(self.root_pos)
+
+    @property
+    def duration(self) -> float:
+        """Seconds of one cycle (frames / fps: frame T would equal frame 0)."""
+        return self.frames / self.fps
+
+    def validate(self, where: str = "") -> "Motion":
+        w = where or self.id
+        if self.emotion not in EMOTIONS:
+            raise InvalidInput("emotion", self.emotion, f"one of {', '.join(EMOTIONS)}", where=w)
+        if self.action not in ACTIONS:
+            raise InvalidInput("action", self.action, f"one of {', '.join(ACTIONS)}", where=w)
+        if not (np.isfinite(self.fps) and 1 <= self.fps <= 500):
+            raise InvalidInput("fps", self.fps, "frames per second in [1, 500]", where=w)
+        T = self.frames
+        for name, arr, cols in (("root_pos", self.root_pos, 3), ("root_rot", self.root_rot, 3),
+                                ("dofs", self.dofs, len(DOFS))):
+            if arr.ndim != 2 or arr.shape != (T, cols):
+                raise InvalidInput(name, arr.shape, f"shape ({T}, {cols})", where=w)
+            if not np.isfinite(arr).all():
+                raise InvalidInput(name, "non-finite values", "finite numbers", where=w)
+        if T < 2:
+            raise InvalidInput("frames", T, "at least 2 frames", where=w)
+        self.body.validate()
+        return self
+
+    def sample(self, t: float | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Pose at time ``t`` (s, any real; wraps cyclically): root_pos, root_rot, dofs (linear interpolation).
+
+        The root advances by the clip's net displacement on every wrap (zero for clips that
+        return to their start, as generated ones do).
+        """
+        t = np.asarray(t, float)
+        f = t * self.fps
+        cycles = np.floor(f / self.frames)
+        f = f - cycles * self.frames
+        i0 = np.floor(f).astype(int) % self.frames
+        i1 = (i0 + 1) % self.frames
+        a = (f - np.floor(f))[..., None]
+        wrap = (i1 == 0)[..., None]
+        drift = self.root_pos[-1] - self.root_pos[0] + (self.root_pos[-1] - self.root_pos[-2])
+        drift = drift if not self.cyclic else np.zeros(3)
+        p1 = self.root_pos[i1] + wrap * drift
+        pos = (1 - a) * self.root_pos[i0] + a * p1 + cycles[..., None] * drift
+        r0, r1 = self.root_rot[i0], self.root_rot[i1]
+        rot = r0 + a * np.angle(np.exp(1j * (r1 - r0)))
+        dofs = (1 - a) * self.dofs[i0] + a * self.dofs[i1]
+        return pos, rot, dofs
+
+    def meta(self) -> dict:
+        return {"format": FORMAT, "id": self.id, "emotion": self.emotion, "action": self.action,
+                "performer": self.performer, "take": self.take, "fps": self.fps, "intensity": self.intensity,
+                "duration": self.duration, "frames": self.frames, "cyclic": self.cyclic,
+                "body": asdict(self.body), "provenance": self.provenance, "dofs": [d.name for d in DOFS]}
+
+
+def loop_error(m: Motion) -> tuple[float, float]:
+    """Largest jump across the wrap relative to within-clip steps: (pose, velocity) ratios (1.0 = seamless)."""
+    x = np.concatenate([m.root_pos, m.root_rot, m.dofs], 1)
+    x = np.concatenate([x, x[:1]])  # the frame after the last is the first again
+    vel = np.diff(x, axis=0)
+    vel[:, 3:6] = np.angle(np.exp(1j * vel[:, 3:6]))  # yaw, pitch, roll wrap at +-pi
+    typ = np.maximum(np.abs(vel[:-1]).max(0), 1e-6)
+    acc = np.diff(np.concatenate([vel, vel[:1]]), axis=0)
+    acc_typ = np.maximum(np.abs(acc[:-2]).max(0), 1e-6)
+    return float((np.abs(vel[-1]) / typ).max()), float((np.abs(acc[-2:]).max(0) / acc_typ).max())
+
+
+def save_motion(m: Motion, path: Path) -> None:
+    """Write ``m`` to ``path`` (.npz) atomically: a killed write never leaves a partial file."""
+    m.validate()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz.tmp")
+    os.close(fd)
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, root_pos=m.root_pos.astype(np.float32), root_rot=m.root_rot.astype(np.float32),
+                                dofs=m.dofs.astype(np.float32), meta=np.array(json.dumps(m.meta())))
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def load_motion(path: Path) -> Motion:
+    """Read and validate a clip; malformed or truncated files raise :class:`InvalidInput` naming the file."""
+    where = str(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in ("root_pos", "root_rot", "dofs", "meta")}
+    except FileNotFoundError:
+        raise InvalidInput("path", where, "an existing motion file") from None
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        raise InvalidInput("<file>", where, f"a complete {FORMAT} .npz file ({type(exc).__name__}: {exc})") from None
+    except KeyError as exc:
+        raise InvalidInput(str(exc), None, "the array to be present", where=where) from None
+    try:
+        meta = json.loads(str(arrays["meta"]))
+    except json.JSONDecodeError as exc:
+        raise InvalidInput("meta", "undecodable JSON", f"a JSON object ({exc})", where=where) from None
+    if meta.get("format") != FORMAT:
+        raise InvalidInput("format", meta.get("format"), repr(FORMAT), where=where)
+    if meta.get("dofs") != [d.name for d in DOFS]:
+        raise InvalidInput("dofs", meta.get("dofs"), "the skeleton's DoF names in order", where=where)
+    try:
+        m = Motion(meta["id"], meta["emotion"], meta["action"], meta["performer"], int(meta["take"]), float(meta["fps"]),
+                   arrays["root_pos"].astype(float), arrays["root_rot"].astype(float), arrays["dofs"].astype(float),
+                   BodyShape(**meta["body"]), float(meta["intensity"]), meta.get("provenance", {}),
+                   bool(meta.get("cyclic", True)))
+    except KeyError as exc:
+        raise InvalidInput(f"meta.{exc.args[0]}", None, "a value (field is required)", where=where) from None
+    except TypeError as exc:
+        raise InvalidInput("meta.body", meta.get("body"), f"BodyShape fields ({exc})", where=where) from None
+    return m.validate(where)
