@@ -82,6 +82,43 @@ def _scenes(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _motions(ns: argparse.Namespace) -> int:
+    from affectsim_bridge.humans import library
+
+    root = Path(ns.library)
+    if ns.what == "build":
+        library.build(root, seed=ns.seed)
+        return 0
+    lib = library.Library(root)
+    if ns.what == "validate":
+        from affectsim_bridge.humans.validate import validate_library
+
+        report = validate_library(lib)
+        print(f"[validate] {report.checked} clips, {len(lib.manifest.get('dyadic', []))} dyadic sequences checked")
+        for reason, n in report.failures.most_common():
+            print(f"  FAIL {reason}: {n} clips, e.g. {report.examples[reason]}")
+        if report.ok:
+            slide = max(report.measures.get("foot_slide", [0.0]))
+            print(f"[validate] all checks passed (largest planted-foot speed {slide:.3f} m/s)")
+        return 0 if report.ok else 1
+    if ns.what == "stats":
+        from affectsim_bridge.humans.features import library_stats
+
+        res = library_stats(lib)
+        ok = all(c["holds"] for c in res["checks"]) and 0.7 <= res["macro_f1"] <= 0.97
+        return 0 if ok else 1
+    if ns.what == "preview":
+        from affectsim_bridge.humans.preview import write_preview
+
+        sel = lib.select(emotion=ns.emotion, action=ns.action, **({"performer": ns.performer} if ns.performer else {}))
+        if not sel:
+            raise AffectSimError(f"no clip with emotion={ns.emotion!r} action={ns.action!r} in {root}")
+        png, gif = write_preview(lib.load(sel[0]["id"]), Path(ns.out))
+        print(f"[preview] {png}\n[preview] {gif}")
+        return 0
+    raise AffectSimError(f"motions {ns.what!r} is unknown")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="affectsim", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
@@ -105,6 +142,15 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--steps", type=int, default=100)
     be.add_argument("--free-run-seconds", type=float, default=10.0)
     be.set_defaults(fn=_bench)
+    mo = sub.add_parser("motions", help="build, validate, inspect and preview the affective motion library")
+    mo.add_argument("what", choices=["build", "validate", "stats", "preview"])
+    mo.add_argument("--library", default=str(Path(__file__).resolve().parents[1] / "data" / "motions"))
+    mo.add_argument("--seed", type=int, default=0, help="build: library seed")
+    mo.add_argument("--emotion", choices=["angry", "fearful", "happy", "neutral", "sad"], default="happy")
+    mo.add_argument("--action", choices=["walk", "sit_down", "seated", "knock", "standing"], default="walk")
+    mo.add_argument("--performer", default=None)
+    mo.add_argument("--out", default="results/previews")
+    mo.set_defaults(fn=_motions)
     sc = sub.add_parser("scenes", help="scene utilities")
     sc.add_argument("what", choices=["list"])
     sc.set_defaults(fn=_scenes)
@@ -115,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     try:
         return ns.fn(ns)
-    except (AffectSimError, KeyError, FileNotFoundError, TimeoutError) as exc:
+    except (AffectSimError, KeyError, FileNotFoundError, TimeoutError, ValueError) as exc:
         print(f"affectsim: error: {exc}", file=sys.stderr)
         return 2
 

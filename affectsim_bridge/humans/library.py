@@ -1,0 +1,181 @@
+"""The motion library: built deterministically from a seed, stored as clips plus a manifest.
+
+Layout of a library directory::
+
+    manifest.json          version, seed, counts, one entry per clip (id, file, labels, group, sha256)
+    clips/<id>.npz         one clip each (see motion.py)
+
+Contents (paper scale, PROTOCOL.md section 4):
+- action-grounded: 12 performers x {walk, sit_down, seated, knock} x 5 emotions x 2 takes;
+  ``group`` = performer (splits are performer-disjoint);
+- observation-controlled: 837 standing scenario performances by 22 other performers;
+  ``group`` = the source performance itself;
+- dyadic: 48 two-person sequences (target + partner clip and the partner's placement
+  relative to the target); ``group`` = the sequence.
+
+The build writes into a temporary directory and renames it into place, so an
+interrupted build never leaves a partial library.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from affectsim_bridge.humans.generator import generate
+from affectsim_bridge.humans.motion import EMOTIONS, Motion, load_motion, save_motion
+from affectsim_bridge.humans.styles import Performer
+from affectsim_ros.core.errors import InvalidInput
+
+LIBRARY_FORMAT = "affectsim-motion-library/1"
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "data" / "motions"
+AG_ACTIONS = ("walk", "sit_down", "seated", "knock")
+SCENARIOS = ("gestures", "weight_shift", "self_touch", "arms_crossed", "pacing")
+INTERACTIONS = {"angry": "confrontation", "sad": "comforting", "fearful": "approach_retreat",
+                "happy": "conversation", "neutral": "conversation"}
+PARTNER_EMOTION = {"confrontation": "fearful", "comforting": "neutral", "approach_retreat": "angry",
+                   "conversation": "neutral"}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One clip to build: id, family, action, emotion, performer, take, group, parameters."""
+
+    id: str
+    family: str
+    action: str
+    emotion: str
+    performer: Performer
+    take: int
+    group: str
+    params: dict
+
+
+def plan(seed: int = 0, ag_performers: int = 12, ag_takes: int = 2, oc_performances: int = 837,
+         oc_performers: int = 22, dyadic: int = 48) -> tuple[list[Plan], list[dict]]:
+    """Every clip of the library and the dyadic sequences, in a fixed order."""
+    rng = np.random.default_rng(seed)
+    plans: list[Plan] = []
+    ag = [Performer.sample(f"AG{i + 1:02d}", rng) for i in range(ag_performers)]
+    for p in ag:
+        for action in AG_ACTIONS:
+            for emotion in EMOTIONS:
+                for take in range(1, ag_takes + 1):
+                    plans.append(Plan(f"ag_{p.id}_{action}_{emotion}_t{take}", "action_grounded", action, emotion, p,
+                                      take, p.id, {}))
+    oc = [Performer.sample(f"OC{i + 1:02d}", rng) for i in range(oc_performers)]
+    for n in range(oc_performances):  # round-robin: balanced emotions, performers and scenarios
+        block = oc_performers * len(EMOTIONS)
+        emotion = EMOTIONS[n % len(EMOTIONS)]
+        p = oc[(n // len(EMOTIONS)) % oc_performers]
+        scenario = SCENARIOS[(n // block) % len(SCENARIOS)]
+        take = n // (block * len(SCENARIOS)) + 1
+        mid = f"oc_{p.id}_{scenario}_{emotion}_t{take}"
+        plans.append(Plan(mid, "observation_controlled", "standing", emotion, p, take, mid, {"scenario": scenario}))
+    dy = [Performer.sample(f"DY{i + 1:02d}", rng) for i in range(2 * 12)]
+    sequences = []
+    for n in range(dyadic):
+        emotion = EMOTIONS[n % len(EMOTIONS)]
+        kind = INTERACTIONS[emotion]
+        target, partner = dy[(2 * n) % len(dy)], dy[(2 * n + 1) % len(dy)]
+        sid = f"dy{n + 1:02d}_{kind}_{emotion}"
+        scen_t = "gestures" if kind != "approach_retreat" else "pacing"
+        plans.append(Plan(f"{sid}_target", "dyadic", "standing", emotion, target, n + 1, sid, {"scenario": scen_t}))
+        plans.append(Plan(f"{sid}_partner", "dyadic", "standing", PARTNER_EMOTION[kind], partner, n + 1, sid,
+                          {"scenario": "gestures"}))
+        dist = float(rng.uniform(1.1, 1.6)) if kind != "comforting" else float(rng.uniform(0.7, 0.9))
+        sequences.append({"id": sid, "interaction": kind, "emotion": emotion, "target": f"{sid}_target",
+                          "partner": f"{sid}_partner",
+                          # partner placement in the target's motion frame: facing the target
+                          "partner_pose": [dist, float(rng.uniform(-0.3, 0.3)), math.pi]})
+    return plans, sequences
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build(out: Path = DEFAULT_DIR, seed: int = 0, log: Callable[[str], None] = print, **sizes) -> dict:
+    """Generate the library into ``out`` (replaced atomically); returns the manifest."""
+    plans, sequences = plan(seed, **sizes)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".motions-", dir=out.parent))
+    t0 = time.monotonic()
+    try:
+        entries = []
+        for i, p in enumerate(plans):
+            m = generate(p.id, p.action, p.emotion, p.performer, p.take,
+                         intensity=float(np.random.default_rng([seed, i]).uniform(0.7, 1.2)), **p.params)
+            m.provenance.update({"family": p.family, "group": p.group, "seed": seed})
+            path = tmp / "clips" / f"{p.id}.npz"
+            save_motion(m, path)
+            entries.append({"id": p.id, "file": f"clips/{p.id}.npz", "family": p.family, "action": p.action,
+                            "emotion": p.emotion, "performer": p.performer.id, "take": p.take, "group": p.group,
+                            "duration": round(m.duration, 4), "frames": m.frames, "intensity": m.intensity,
+                            "sha256": _sha256(path)})
+            if (i + 1) % 200 == 0 or i + 1 == len(plans):
+                el = time.monotonic() - t0
+                log(f"[motions] {i + 1}/{len(plans)} clips, {el:.0f} s elapsed, ETA {el / (i + 1) * (len(plans) - i - 1):.0f} s")
+        manifest = {"format": LIBRARY_FORMAT, "seed": seed, "generator": "affectsim procedural v1",
+                    "counts": _counts(entries), "clips": entries, "dyadic": sequences}
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+        os.chmod(tmp, 0o755)
+        if out.exists():
+            old = out.with_name(out.name + ".old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(out, old)
+            os.replace(tmp, out)
+            shutil.rmtree(old)
+        else:
+            os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    log(f"[motions] built {len(entries)} clips and {len(sequences)} dyadic sequences in "
+        f"{time.monotonic() - t0:.1f} s -> {out}")
+    return manifest
+
+
+def _counts(entries: list[dict]) -> dict:
+    counts: dict = {}
+    for e in entries:
+        fam = counts.setdefault(e["family"], {"total": 0, "emotions": {}})
+        fam["total"] += 1
+        fam["emotions"][e["emotion"]] = fam["emotions"].get(e["emotion"], 0) + 1
+    return counts
+
+
+class Library:
+    """Read access to a built library; validates the manifest on open."""
+
+    def __init__(self, root: Path = DEFAULT_DIR) -> None:
+        self.root = Path(root)
+        path = self.root / "manifest.json"
+        if not path.is_file():
+            raise InvalidInput("motion library", str(self.root), "a built library (run `affectsim motions build`)")
+        try:
+            self.manifest = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise InvalidInput("manifest.json", str(path), f"valid JSON ({exc})") from None
+        if self.manifest.get("format") != LIBRARY_FORMAT:
+            raise InvalidInput("manifest.format", self.manifest.get("format"), repr(LIBRARY_FORMAT), where=str(path))
+        self.entries = {e["id"]: e for e in self.manifest["clips"]}
+
+    def load(self, mid: str) -> Motion:
+        if mid not in self.entries:
+            raise InvalidInput("motion id", mid, f"an id in {self.root / 'manifest.json'}")
+        return load_motion(self.root / self.entries[mid]["file"])
+
+    def select(self, **where) -> list[dict]:
+        return [e for e in self.entries.values() if all(e.get(k) == v for k, v in where.items())]

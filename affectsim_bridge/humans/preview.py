@@ -1,0 +1,87 @@
+"""Preview of a motion: a contact sheet (PNG) and an animated GIF from front, side and rear views.
+
+Rendered with the MuJoCo backend in an empty studio room; the cameras follow the
+performer's root so walking clips stay in frame.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw
+
+from affectsim_bridge.backends.base import CameraIntrinsics, HumanPlacement
+from affectsim_bridge.humans.motion import Motion
+from affectsim_bridge.scene import parse_scene
+from affectsim_ros.core.geometry import Pose2D, Transform, look_at_rotation
+
+STUDIO = {
+    "format": "affectsim-scene/1", "id": "studio",
+    "materials": {"floor": {"rgba": [0.55, 0.55, 0.52, 1], "texture": "checker", "rgba2": [0.48, 0.48, 0.46, 1]},
+                  "wall": {"rgba": [0.85, 0.86, 0.88, 1]}},
+    "rooms": [{"id": "studio", "polygon": [[-6, -6], [6, -6], [6, 6], [-6, 6]]}],
+    "walls": [{"from": [-6, -6], "to": [6, -6]}, {"from": [6, -6], "to": [6, 6]}, {"from": [6, 6], "to": [-6, 6]},
+              {"from": [-6, 6], "to": [-6, -6]}],
+    "lights": [[0, 0, 2.6], [3, 3, 2.6], [-3, -3, 2.6]],
+}
+VIEWS = {"front": 0.0, "side": math.pi / 2, "rear": math.pi}
+
+
+def render_views(motion: Motion, times: np.ndarray, distance: float = 3.0, size: tuple[int, int] = (320, 240),
+                 backend=None) -> dict[str, list[np.ndarray]]:
+    """RGB frames per view at ``times`` (s); views relative to the performer's facing."""
+    from affectsim_bridge.backends import create_backend
+
+    own = backend is None
+    b = backend or create_backend("mujoco")
+    place = HumanPlacement("performer", 0.0, 0.0, 0.0, motion=motion)
+    b.load(parse_scene(STUDIO, "<studio>"), Pose2D(5.0, 5.0, 0.0), (place,))
+    k = CameraIntrinsics.from_vfov(size[0], size[1], math.radians(50))
+    out: dict[str, list[np.ndarray]] = {v: [] for v in VIEWS}
+    for t in times:
+        b.sim_time = float(t)
+        b._sync()
+        root, rot, _ = place.pose_at(float(t))
+        for view, rel in VIEWS.items():
+            ang = rot[0] + rel
+            target = np.array([root[0], root[1], 0.9])
+            cam = target + [distance * math.cos(ang), distance * math.sin(ang), 0.35]
+            pose = Transform(look_at_rotation(cam, target), cam)
+            out[view].append(b.render_camera(pose, k, top_down=True).rgb)  # no ceiling glare
+    if own:
+        b.close()
+    return out
+
+
+def write_preview(motion: Motion, out_dir: Path, frames: int = 6, gif_fps: float = 10.0) -> tuple[Path, Path]:
+    """Write ``<id>.png`` (views x frames) and ``<id>.gif`` (three views side by side) into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sheet_t = np.linspace(0, motion.duration, frames, endpoint=False)
+    views = render_views(motion, sheet_t)
+    h, w = views["front"][0].shape[:2]
+    sheet = Image.new("RGB", (w * frames, (h + 14) * len(VIEWS) + 18), (255, 255, 255))
+    draw = ImageDraw.Draw(sheet)
+    draw.text((4, 2), f"{motion.id}: {motion.emotion} {motion.action}, performer {motion.performer}, "
+                      f"{motion.duration:.1f} s", fill=(0, 0, 0))
+    for r, view in enumerate(VIEWS):
+        for c, img in enumerate(views[view]):
+            y = 18 + r * (h + 14)
+            sheet.paste(Image.fromarray(img), (c * w, y + 14))
+            draw.text((c * w + 4, y), f"{view} t={sheet_t[c]:.2f}s", fill=(0, 0, 0))
+    gif_t = np.arange(0, motion.duration, 1.0 / gif_fps)
+    gv = render_views(motion, gif_t, size=(240, 180))
+    gif = [Image.fromarray(np.concatenate([gv[v][i] for v in VIEWS], axis=1)) for i in range(len(gif_t))]
+    png, gifp = out_dir / f"{motion.id}.png", out_dir / f"{motion.id}.gif"
+    for path, writer in ((png, lambda p: sheet.save(p, format="PNG")),
+                         (gifp, lambda p: gif[0].save(p, format="GIF", save_all=True, append_images=gif[1:],
+                                                      duration=int(1000 / gif_fps), loop=0))):
+        fd, tmp = tempfile.mkstemp(dir=out_dir, suffix=".tmp")
+        os.close(fd)
+        writer(tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    return png, gifp

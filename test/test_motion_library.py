@@ -1,0 +1,114 @@
+"""The affective motion library: deterministic build, validation, emotion evidence, bad input."""
+
+import json
+
+import numpy as np
+import pytest
+
+from affectsim_bridge.humans.features import library_stats
+from affectsim_bridge.humans.generator import generate
+from affectsim_bridge.humans.library import Library, build
+from affectsim_bridge.humans.motion import EMOTIONS, save_motion
+from affectsim_bridge.humans.styles import Performer
+from affectsim_bridge.humans.validate import Report, check_motion, validate_library
+from affectsim_ros.core.errors import InvalidInput
+
+SMALL = dict(ag_performers=2, ag_takes=1, oc_performances=30, oc_performers=3, dyadic=5)
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lib") / "motions"
+    manifest = build(root, seed=0, log=lambda s: None)
+    return Library(root), manifest
+
+
+def test_paper_scale_counts_and_balance(full):
+    _, manifest = full
+    c = manifest["counts"]
+    assert c["action_grounded"]["total"] == 480 and c["observation_controlled"]["total"] == 837
+    assert len(manifest["dyadic"]) == 48
+    assert len(manifest["clips"]) >= 1259
+    oc = c["observation_controlled"]["emotions"]
+    assert max(oc.values()) - min(oc.values()) <= 1
+    assert len({e["performer"] for e in manifest["clips"] if e["family"] == "action_grounded"}) >= 12
+    assert {e["action"] for e in manifest["clips"] if e["family"] == "action_grounded"} == {
+        "walk", "sit_down", "seated", "knock"}
+
+
+def test_every_clip_passes_validation(full):
+    lib, _ = full
+    report = validate_library(lib, log=lambda s: None)
+    assert report.ok, dict(report.failures)
+    assert max(report.measures["foot_slide"]) < 0.05
+
+
+def test_emotion_is_in_the_motion(full):
+    lib, _ = full
+    res = library_stats(lib, log=lambda s: None)
+    failing = [c for c in res["checks"] if not c["holds"]]
+    assert not failing, failing
+    assert 0.70 <= res["macro_f1"] <= 0.97, res["confusion"]
+
+
+def test_build_is_deterministic_and_atomic(tmp_path):
+    a = build(tmp_path / "a", seed=3, log=lambda s: None, **SMALL)
+    b = build(tmp_path / "b", seed=3, log=lambda s: None, **SMALL)
+    assert [e["sha256"] for e in a["clips"]] == [e["sha256"] for e in b["clips"]]
+    c = build(tmp_path / "a", seed=4, log=lambda s: None, **SMALL)  # rebuild in place replaces the whole library
+    assert [e["sha256"] for e in c["clips"]] != [e["sha256"] for e in a["clips"]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]
+
+
+def test_validation_catches_broken_clips(tmp_path):
+    p = Performer.sample("X", np.random.default_rng(0))
+    m = generate("x", "walk", "happy", p, 1)
+    r = Report()
+    check_motion(m, r)
+    assert r.ok
+    m.dofs[:, 0] += np.linspace(0, 0.5, m.frames)  # ramp: not a loop any more
+    m.root_pos[40:60, 0] += 0.3  # the whole body (planted feet included) jumps
+    m.dofs[10, 5] = 9.0  # beyond a joint limit
+    check_motion(m, r)
+    assert {"loop_continuity", "joint_limits", "foot_sliding"} <= set(r.failures)
+    k = generate("k", "knock", "angry", p, 1)
+    r = Report()
+    check_motion(k, r, door_plane_x=k.provenance["door_plane_x"] + 0.05)
+    assert "knock_contact" in r.failures
+
+
+def test_library_rejects_corruption(tmp_path):
+    root = tmp_path / "lib"
+    build(root, seed=1, log=lambda s: None, **SMALL)
+    lib = Library(root)
+    first = lib.manifest["clips"][0]
+    (root / first["file"]).write_bytes(b"not a zip")
+    report = validate_library(Library(root), log=lambda s: None)
+    assert report.failures["checksum"] == 1
+    (root / "manifest.json").write_text("{")
+    with pytest.raises(InvalidInput, match="manifest.json"):
+        Library(root)
+    with pytest.raises(InvalidInput, match="motions build"):
+        Library(tmp_path / "nowhere")
+
+
+def test_per_emotion_walks_follow_the_literature():
+    rng = np.random.default_rng(5)
+    perf = [Performer.sample(f"T{i}", rng) for i in range(4)]
+    speed = {e: np.mean([generate("w", "walk", e, p, 1).provenance["speed"] for p in perf]) for e in EMOTIONS}
+    assert speed["angry"] > speed["neutral"] > speed["sad"] and speed["happy"] > speed["neutral"]
+
+
+def test_manifest_is_json_with_checksums(full):
+    lib, _ = full
+    text = (lib.root / "manifest.json").read_text()
+    data = json.loads(text)
+    assert all(len(e["sha256"]) == 64 for e in data["clips"])
+    assert lib.load(data["clips"][0]["id"]).emotion == data["clips"][0]["emotion"]
+    with pytest.raises(InvalidInput, match="motion id"):
+        lib.load("nope")
+    bad = lib.load(data["clips"][0]["id"])
+    bad.fps = 0
+    with pytest.raises(InvalidInput, match="fps"):
+        save_motion(bad, tmp := lib.root / "x.npz")
+    assert not tmp.exists()
