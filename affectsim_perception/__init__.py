@@ -1,4 +1,1 @@
-"""What the observer sees (person detector, pose, emotion recognizers).
-
-Empty until the perception issue; the layout is fixed by DESIGN.md section 1.
-"""
+"""What the observer sees: frozen pretrained person models (BlazePose); recognizers come with the perception issue."""

@@ -6,6 +6,7 @@ performer's root so walking clips stay in frame.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import tempfile
@@ -16,18 +17,36 @@ from PIL import Image, ImageDraw
 
 from affectsim_bridge.backends.base import CameraIntrinsics, HumanPlacement
 from affectsim_bridge.humans.motion import Motion
-from affectsim_bridge.scene import parse_scene
+from affectsim_bridge.scene import Scene, parse_scene
 from affectsim_ros.core.geometry import Pose2D, Transform, look_at_rotation
 
 STUDIO = {
     "format": "affectsim-scene/1", "id": "studio",
     "materials": {"floor": {"rgba": [0.55, 0.55, 0.52, 1], "texture": "checker", "rgba2": [0.48, 0.48, 0.46, 1]},
-                  "wall": {"rgba": [0.85, 0.86, 0.88, 1]}},
-    "rooms": [{"id": "studio", "polygon": [[-6, -6], [6, -6], [6, 6], [-6, 6]]}],
-    "walls": [{"from": [-6, -6], "to": [6, -6]}, {"from": [6, -6], "to": [6, 6]}, {"from": [6, 6], "to": [-6, 6]},
-              {"from": [-6, 6], "to": [-6, -6]}],
+                  "wall": {"rgba": [0.85, 0.86, 0.88, 1]}, "bench": {"rgba": [0.45, 0.32, 0.22, 1]}},
+    "rooms": [{"id": "studio", "polygon": [[-10, -10], [10, -10], [10, 10], [-10, 10]]}],
+    "walls": [{"from": [-10, -10], "to": [10, -10]}, {"from": [10, -10], "to": [10, 10]},
+              {"from": [10, 10], "to": [-10, 10]}, {"from": [-10, 10], "to": [-10, -10]}],
     "lights": [[0, 0, 2.6], [3, 3, 2.6], [-3, -3, 2.6]],
 }
+
+
+def studio_scene(motion: Motion | None = None) -> Scene:
+    """An empty 20 m x 20 m room; with a seat at the origin for seated and sit-down clips (cached)."""
+    seat = motion is not None and motion.action in ("seated", "sit_down")
+    return _studio(round(float(motion.provenance.get("seat_height", 0.45)), 3) if seat else None)
+
+
+@functools.lru_cache(maxsize=8)
+def _studio(h: float | None) -> Scene:
+    doc = dict(STUDIO)
+    if h is not None:
+        # bench facing +x (local +y is the front, so yaw -90 deg), seat top at the clip's support height
+        doc["furniture"] = [{"id": "seat", "type": "bench", "position": [-0.05, 0.0], "yaw_deg": -90,
+                             "size": [0.6, 0.4, h], "seat_height": h}]
+    return parse_scene(doc, "<studio>")
+
+
 VIEWS = {"front": 0.0, "side": math.pi / 2, "rear": math.pi}
 
 
@@ -39,7 +58,7 @@ def render_views(motion: Motion, times: np.ndarray, distance: float = 3.0, size:
     own = backend is None
     b = backend or create_backend("mujoco")
     place = HumanPlacement("performer", 0.0, 0.0, 0.0, motion=motion)
-    b.load(parse_scene(STUDIO, "<studio>"), Pose2D(5.0, 5.0, 0.0), (place,))
+    b.load(studio_scene(motion), Pose2D(8.0, 8.0, 0.0), (place,))
     k = CameraIntrinsics.from_vfov(size[0], size[1], math.radians(50))
     out: dict[str, list[np.ndarray]] = {v: [] for v in VIEWS}
     for t in times:
