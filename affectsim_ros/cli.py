@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from pathlib import Path
@@ -107,6 +108,30 @@ def _motions(ns: argparse.Namespace) -> int:
         res = library_stats(lib)
         ok = all(c["holds"] for c in res["checks"]) and 0.7 <= res["macro_f1"] <= 0.97
         return 0 if ok else 1
+    if ns.what == "import-bvh":
+        from affectsim_bridge.humans.bvh import import_bvh, label_from_name
+
+        jm = json.loads(Path(ns.joint_map).read_text()) if ns.joint_map else None
+        motions, skipped = [], []
+        for i, f in enumerate(ns.files):
+            emotion = ns.import_emotion or label_from_name(Path(f))
+            if emotion is None:
+                skipped.append(f)
+                continue
+            motions.append(import_bvh(Path(f), emotion, ns.import_action, ns.performer or Path(f).stem[:3], i + 1,
+                                      up=ns.up, units=ns.units, joint_map=jm))
+        library.add_motions(root, motions)
+        print(f"[import-bvh] added {len(motions)} clips to {root}; skipped {len(skipped)} outside the five classes")
+        return 0
+    if ns.what == "export-bvh":
+        from affectsim_bridge.humans.bvh import export_bvh
+
+        if not ns.files:
+            raise AffectSimError("export-bvh needs a motion id (positional)")
+        out = Path(ns.out) / f"{ns.files[0]}.bvh"
+        export_bvh(lib.load(ns.files[0]), out)
+        print(f"[export-bvh] {out}")
+        return 0
     if ns.what == "preview":
         from affectsim_bridge.humans.preview import write_preview
 
@@ -143,7 +168,15 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--free-run-seconds", type=float, default=10.0)
     be.set_defaults(fn=_bench)
     mo = sub.add_parser("motions", help="build, validate, inspect and preview the affective motion library")
-    mo.add_argument("what", choices=["build", "validate", "stats", "preview"])
+    mo.add_argument("what", choices=["build", "validate", "stats", "preview", "import-bvh", "export-bvh"])
+    mo.add_argument("files", nargs="*", help="import-bvh: BVH files; export-bvh: one motion id")
+    mo.add_argument("--import-emotion", choices=["angry", "fearful", "happy", "neutral", "sad"], default=None,
+                    help="import-bvh: label of all files (default: from KDAE file names, e.g. F01A0V1.bvh)")
+    mo.add_argument("--import-action", default="standing", choices=["walk", "sit_down", "seated", "knock",
+                                                                      "standing"])
+    mo.add_argument("--joint-map", default=None, help="import-bvh: JSON {source joint: avatar point}")
+    mo.add_argument("--up", choices=["y", "z"], default="y", help="import-bvh: the file's up axis")
+    mo.add_argument("--units", type=float, default=0.01, help="import-bvh: metres per file unit (cm: 0.01)")
     mo.add_argument("--library", default=str(Path(__file__).resolve().parents[1] / "data" / "motions"))
     mo.add_argument("--seed", type=int, default=0, help="build: library seed")
     mo.add_argument("--emotion", choices=["angry", "fearful", "happy", "neutral", "sad"], default="happy")

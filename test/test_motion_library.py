@@ -112,3 +112,16 @@ def test_manifest_is_json_with_checksums(full):
     with pytest.raises(InvalidInput, match="fps"):
         save_motion(bad, tmp := lib.root / "x.npz")
     assert not tmp.exists()
+
+
+def test_dyadic_sequences_place_both_people(full):
+    lib, manifest = full
+    seq = manifest["dyadic"][0]
+    target, partner = lib.dyadic_placements(seq["id"], 2.0, 3.0, 0.5)
+    assert target.is_target and not partner.is_target
+    assert target.motion.emotion == seq["emotion"]
+    gap = np.hypot(partner.x - target.x, partner.y - target.y)
+    assert 0.6 < gap < 1.7  # facing each other at conversational distance
+    assert abs(((partner.yaw - target.yaw) % (2 * np.pi)) - np.pi) < 1e-9
+    with pytest.raises(InvalidInput, match="dyadic sequence"):
+        lib.dyadic_placements("dy99", 0, 0, 0)

@@ -179,3 +179,53 @@ class Library:
 
     def select(self, **where) -> list[dict]:
         return [e for e in self.entries.values() if all(e.get(k) == v for k, v in where.items())]
+
+    def dyadic_placements(self, sequence: str, x: float, y: float, yaw: float, phase: float = 0.0):
+        """(target, partner) :class:`HumanPlacement` of a dyadic sequence anchored at (x, y, yaw) in ``map``."""
+        from affectsim_bridge.backends.base import HumanPlacement
+
+        seqs = {d["id"]: d for d in self.manifest.get("dyadic", [])}
+        if sequence not in seqs:
+            raise InvalidInput("dyadic sequence", sequence, f"an id of {self.root / 'manifest.json'}")
+        d = seqs[sequence]
+        px, py, pyaw = d["partner_pose"]
+        c, s = math.cos(yaw), math.sin(yaw)
+        target = HumanPlacement(d["target"], x, y, yaw, is_target=True, motion=self.load(d["target"]), phase=phase)
+        partner = HumanPlacement(d["partner"], x + c * px - s * py, y + s * px + c * py, yaw + pyaw,
+                                 is_target=False, motion=self.load(d["partner"]), phase=phase)
+        return target, partner
+
+
+def add_motions(root: Path, motions: list[Motion], family: str = "imported") -> dict:
+    """Add validated clips to a built library; the manifest is replaced atomically after all clips are written.
+
+    All-or-nothing: clips are validated before anything is written, and a failure while
+    writing removes the clips this call wrote.
+    """
+    lib = Library(root)
+    for m in motions:
+        m.validate()
+        if m.id in lib.entries:
+            raise InvalidInput("motion id", m.id, "an id not yet in the library", where=str(root))
+    written: list[Path] = []
+    try:
+        entries = list(lib.manifest["clips"])
+        for m in motions:
+            rel = f"clips/{family}/{m.id}.npz"
+            save_motion(m, root / rel)
+            written.append(root / rel)
+            entries.append({"id": m.id, "file": rel, "family": family, "action": m.action, "emotion": m.emotion,
+                            "performer": m.performer, "take": m.take, "group": m.performer,
+                            "duration": round(m.duration, 4), "frames": m.frames, "intensity": m.intensity,
+                            "sha256": _sha256(root / rel)})
+        manifest = dict(lib.manifest, clips=entries, counts=_counts(entries))
+        fd, tmp = tempfile.mkstemp(dir=root, suffix=".json.tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(manifest, fh, indent=1)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, root / "manifest.json")
+    except BaseException:
+        for p in written:
+            p.unlink(missing_ok=True)
+        raise
+    return manifest
