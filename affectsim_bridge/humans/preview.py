@@ -22,7 +22,7 @@ from affectsim_ros.core.geometry import Pose2D, Transform, look_at_rotation
 
 STUDIO = {
     "format": "affectsim-scene/1", "id": "studio",
-    "materials": {"floor": {"rgba": [0.55, 0.55, 0.52, 1], "texture": "checker", "rgba2": [0.48, 0.48, 0.46, 1]},
+    "materials": {"floor": {"rgba": [0.55, 0.55, 0.52, 1]},
                   "wall": {"rgba": [0.85, 0.86, 0.88, 1]}, "bench": {"rgba": [0.45, 0.32, 0.22, 1]}},
     "rooms": [{"id": "studio", "polygon": [[-10, -10], [10, -10], [10, 10], [-10, 10]]}],
     "walls": [{"from": [-10, -10], "to": [10, -10]}, {"from": [10, -10], "to": [10, 10]},
@@ -76,7 +76,8 @@ def render_views(motion: Motion, times: np.ndarray, distance: float = 3.0, size:
     return out
 
 
-def write_preview(motion: Motion, out_dir: Path, frames: int = 6, gif_fps: float = 10.0) -> tuple[Path, Path]:
+def write_preview(motion: Motion, out_dir: Path, frames: int = 6, gif_fps: float = 6.0,
+                  gif_size: tuple[int, int] = (160, 120)) -> tuple[Path, Path]:
     """Write ``<id>.png`` (views x frames) and ``<id>.gif`` (three views side by side) into ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     sheet_t = np.linspace(0, motion.duration, frames, endpoint=False)
@@ -92,7 +93,7 @@ def write_preview(motion: Motion, out_dir: Path, frames: int = 6, gif_fps: float
             sheet.paste(Image.fromarray(img), (c * w, y + 14))
             draw.text((c * w + 4, y), f"{view} t={sheet_t[c]:.2f}s", fill=(0, 0, 0))
     gif_t = np.arange(0, motion.duration, 1.0 / gif_fps)
-    gv = render_views(motion, gif_t, size=(240, 180))
+    gv = render_views(motion, gif_t, size=gif_size)
     gif = [Image.fromarray(np.concatenate([gv[v][i] for v in VIEWS], axis=1)) for i in range(len(gif_t))]
     png, gifp = out_dir / f"{motion.id}.png", out_dir / f"{motion.id}.gif"
     for path, writer in ((png, lambda p: sheet.save(p, format="PNG")),
