@@ -17,7 +17,8 @@ test: setup  ## fast suite (< 10 min on 2 cores); slow tests run in `make test-a
 test-all: setup
 	$(PY) -m pytest -q test
 
-bench: setup  ## world tour over ROS (contact sheet) + simulator benchmark
+bench: setup  ## world tour over ROS (contact sheet) + simulator benchmark; builds the motion library if missing
+	test -f data/motions/manifest.json || $(VENV)/bin/affectsim motions build
 	$(VENV)/bin/affectsim tour --out results/tour
 	$(VENV)/bin/affectsim bench sim --out results/bench_sim.json
 

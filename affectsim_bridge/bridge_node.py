@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from pathlib import Path
 import threading
 
 import rclpy
@@ -73,6 +74,7 @@ PARAMS: dict[str, tuple[object, str]] = {
     "robot_radius": (0.3, "base footprint radius for navigable space (m)"),
     "cmd_vel_timeout": (0.5, "free_run: stop when no /cmd_vel for this long (sim s)"),
     "publish_ground_truth": (True, "publish privileged /affectsim/ground_truth/* topics"),
+    "motion_library": ("", "motion library directory for people's motion_id (empty: data/motions of the source tree)"),
 }
 
 
@@ -226,7 +228,8 @@ class BridgeNode(Node):
                 self.pub["gt_robot"].publish(gt)
                 arr = PoseArray()
                 arr.header.stamp, arr.header.frame_id = stamp, "map"
-                arr.poses = [cv.pose_msg(Pose2D(h.x, h.y, h.yaw)) for h in b.humans]
+                roots = [h.pose_at(b.sim_time) for h in b.humans]  # pelvis position and heading now
+                arr.poses = [cv.pose_msg(Pose2D(p[0], p[1], r[0]), z=p[2]) for p, r, _ in roots]
                 self.pub["gt_humans"].publish(arr)
         if scan:
             ranges = b.laser_scan(self.laser)
@@ -250,7 +253,9 @@ class BridgeNode(Node):
             if not req.scene:
                 raise InvalidInput("scene", req.scene, "a built-in scene id or a scene file path")
             pose = Pose2D(req.robot_pose.x, req.robot_pose.y, req.robot_pose.theta)
-            humans = tuple(HumanPlacement(h.id, h.x, h.y, h.yaw, h.appearance, h.is_target) for h in req.humans)
+            humans = tuple(HumanPlacement(h.id, h.x, h.y, h.yaw, h.appearance, h.is_target,
+                                          motion=self._motion(h.motion_id) if h.motion_id else None, phase=h.phase)
+                           for h in req.humans)
             t = self.world.call(lambda: self._load(req.scene, pose, humans), timeout=120.0)
             res.success, res.message, res.stamp = True, f"loaded {req.scene}", cv.to_time(t)
         except (AffectSimError, ValueError, KeyError, TimeoutError) as exc:
@@ -260,6 +265,14 @@ class BridgeNode(Node):
             with self._state_lock:
                 self._resetting = None
         return res
+
+    def _motion(self, motion_id: str):
+        """A clip of the configured motion library (opened on first use)."""
+        if getattr(self, "_library", None) is None:
+            from affectsim_bridge.humans.library import DEFAULT_DIR, Library
+
+            self._library = Library(Path(self.p["motion_library"]) if self.p["motion_library"] else DEFAULT_DIR)
+        return self._library.load(motion_id)
 
     def _on_action(self, req: ApplyAction.Request, res: ApplyAction.Response) -> ApplyAction.Response:
         if self._resetting:

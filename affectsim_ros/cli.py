@@ -42,7 +42,8 @@ def _tour(ns: argparse.Namespace) -> int:
     scene = load_scene(ns.scene)
     nav = NavigableSpace(scene)
     out = Path(ns.out)
-    with GraphProcesses("bench", {"scene": ns.scene, "mode": "lockstep"}, log_dir=out / "logs") as g:
+    with GraphProcesses("bench", {"scene": ns.scene, "mode": "lockstep"}, log_dir=out / "logs",
+                        extra_params={"bridge": {"motion_library": str(Path(ns.library).resolve())}}) as g:
         ensure_loopback(g.domain_id)
         print(f"[tour] bridge pid {g.pids()['bridge']} on ROS_DOMAIN_ID={g.domain_id}", flush=True)
         rclpy.init()
@@ -51,6 +52,11 @@ def _tour(ns: argparse.Namespace) -> int:
             client.wait_for_bridge(90)
             people = [dict(id="person0", x=4.4, y=4.1, yaw=-2.4, appearance=1, is_target=True),
                       dict(id="person1", x=8.6, y=4.2, yaw=-math.pi / 2, appearance=4, is_target=False)]
+            if (Path(ns.library) / "manifest.json").is_file():  # people perform clips of the motion library
+                people = [dict(id="person0", x=3.0, y=0.64, yaw=math.pi / 2, appearance=1, is_target=True,
+                               motion_id="ag_AG03_seated_sad_t1", phase=0.0),
+                          dict(id="person1", x=8.6, y=4.2, yaw=-math.pi / 2, appearance=4, is_target=False,
+                               motion_id="oc_OC01_gestures_happy_t1", phase=1.0)]
             res = client.load(ns.scene, ns.x, ns.y, ns.yaw, people if ns.scene == "test_apartment" else [])
             if not res.success:
                 raise AffectSimError(f"load_world failed: {res.message}")
@@ -159,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     to.add_argument("--x", type=float, default=1.0)
     to.add_argument("--y", type=float, default=2.5)
     to.add_argument("--yaw", type=float, default=0.0)
+    to.add_argument("--library", default=str(Path(__file__).resolve().parents[1] / "data" / "motions"),
+                    help="motion library for the people in the scene (static people if not built)")
     to.set_defaults(fn=_tour)
     be = sub.add_parser("bench", help="benchmarks that print measured ratios")
     be.add_argument("what", choices=["sim"])

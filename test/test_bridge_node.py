@@ -11,6 +11,7 @@ import rclpy
 from geometry_msgs.msg import Twist
 
 from affectsim_bridge.backends.base import Action
+from affectsim_bridge.humans.library import build
 from affectsim_bridge.scene import BUILTIN_DIR
 from affectsim_ros.core.geometry import Transform, quat_to_matrix
 from affectsim_ros.launcher import GraphProcesses
@@ -22,10 +23,13 @@ from affectsim_ros.ros.env import ensure_loopback
 @pytest.fixture(scope="module")
 def bridge(tmp_path_factory):
     logs = tmp_path_factory.mktemp("logs")
-    with GraphProcesses("bench", {"mode": "lockstep"}, log_dir=logs) as g:
+    lib = tmp_path_factory.mktemp("lib") / "motions"
+    build(lib, seed=0, log=lambda s: None, ag_performers=1, ag_takes=1, oc_performances=5, oc_performers=1, dyadic=0)
+    with GraphProcesses("bench", {"mode": "lockstep"}, log_dir=logs,
+                        extra_params={"bridge": {"motion_library": str(lib)}}) as g:
         ensure_loopback(g.domain_id)
         rclpy.init()
-        client = BridgeClient("test_client", topics=tuple(TOPICS) + tuple(LATCHED))
+        client = BridgeClient("test_client", topics=tuple(TOPICS) + tuple(LATCHED) + ("gt_humans",))
         client.wait_for_bridge(90)
         res = client.load("test_apartment", 1.0, 2.5, 0.0)
         assert res.success, res.message
@@ -133,3 +137,19 @@ def test_bad_requests_are_rejected_and_the_node_keeps_running(bridge, tmp_path):
     assert not during.success and "resetting" in during.message
     assert g.poll()["bridge"] is None
     assert client.step_and_frame(Action.FORWARD)[0].success
+
+
+def test_people_replay_their_motion_clip(bridge):
+    client, _ = bridge
+    walker = dict(id="w", x=2.0, y=3.2, yaw=0.0, appearance=2, is_target=True,
+                  motion_id="ag_AG01_walk_happy_t1", phase=0.0)
+    res = client.load("test_apartment", 1.0, 2.0, 0.0, [walker])
+    assert res.success, res.message
+    r0 = client.apply(Action.STOP)
+    p0 = client.wait_for_stamp("gt_humans", r0.stamp).poses[0].position
+    for _ in range(4):
+        r1 = client.apply(Action.STOP)
+    p1 = client.wait_for_stamp("gt_humans", r1.stamp).poses[0].position
+    assert math.hypot(p1.x - p0.x, p1.y - p0.y) > 0.5  # one second of walking
+    bad = client.load("test_apartment", 1.0, 2.0, 0.0, [dict(walker, motion_id="no_such_clip")])
+    assert not bad.success and "no_such_clip" in bad.message

@@ -16,6 +16,7 @@ import rclpy
 from affectsim_interfaces.msg import HumanPlacement
 from affectsim_interfaces.srv import ApplyAction, LoadWorld
 from geometry_msgs.msg import Pose2D as Pose2DMsg
+from geometry_msgs.msg import PoseArray
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.executors import ExternalShutdownException
 from rclpy.experimental import EventsExecutor
@@ -36,6 +37,7 @@ TOPICS: dict[str, tuple[str, type]] = {
     "odom": ("/odom", Odometry),
     "tf": ("/tf", TFMessage),
     "clock": ("/clock", Clock),
+    "gt_humans": ("/affectsim/ground_truth/humans", PoseArray),
 }
 LATCHED = {"tf_static": ("/tf_static", TFMessage), "map": ("/map", OccupancyGrid)}
 
