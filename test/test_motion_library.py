@@ -125,3 +125,12 @@ def test_dyadic_sequences_place_both_people(full):
     assert abs(((partner.yaw - target.yaw) % (2 * np.pi)) - np.pi) < 1e-9
     with pytest.raises(InvalidInput, match="dyadic sequence"):
         lib.dyadic_placements("dy99", 0, 0, 0)
+
+
+def test_knock_meets_a_given_door_plane():
+    p = Performer.sample("K", np.random.default_rng(9))
+    for emotion in EMOTIONS:
+        m = generate("k", "knock", emotion, p, 1, door_x=0.55)
+        r = Report()
+        check_motion(m, r, door_plane_x=0.55)
+        assert r.ok, r.examples

@@ -375,8 +375,11 @@ def sit_down(emotion: str, performer: Performer, body: BodyShape, st: Style, rng
 
 
 def knock(emotion: str, performer: Performer, body: BodyShape, st: Style, rng: np.random.Generator,
-          ) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
-    """Knock with the right hand on a door in front; bouts of knocks separated by waiting."""
+          door_x: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """Knock with the right hand on a door in front; bouts of knocks separated by waiting.
+
+    With ``door_x`` (m) the performer stands so that the knuckles meet the plane x = door_x.
+    """
     H = body.height
     rate = 2.6 * st.knock_rate  # knocks per second
     knocks = int(rng.integers(3, 6))
@@ -405,8 +408,11 @@ def knock(emotion: str, performer: Performer, body: BodyShape, st: Style, rng: n
     q = _finish(q)
     pts, _ = forward_kinematics(H, root_pos, root_rot, q, body.joint_offsets())
     hand = pts[:, POINTS.index("hand_r")]
-    door_x = float(hand[:, 0].max())
-    return root_pos, root_rot, q, {"door_plane_x": door_x, "knocks": knocks, "rate_hz": rate}
+    reach = float(hand[:, 0].max())
+    if door_x is not None:  # step so that the reach meets the given plane
+        root_pos[:, 0] += door_x - reach
+        reach = door_x
+    return root_pos, root_rot, q, {"door_plane_x": reach, "knocks": knocks, "rate_hz": rate}
 
 
 ACTION_FUNCS = {"walk": walk, "standing": standing, "seated": seated, "sit_down": sit_down, "knock": knock}
