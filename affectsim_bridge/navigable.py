@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import ndimage
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, shortest_path
 
@@ -52,7 +53,23 @@ class NavigableSpace:
         self._h = np.array([[r.hx, r.hy] for r in rects]).reshape(-1, 2)
         self._cs = np.array([[math.cos(r.yaw), math.sin(r.yaw)] for r in rects]).reshape(-1, 2)
         self._rects = rects
-        self._build_graph()
+        self._graph_ready = False  # the visibility graph is built on first use (free-space queries skip it)
+
+    @property
+    def vertices(self) -> np.ndarray:
+        """Visibility-graph vertices (N, 2), m, map."""
+        self._ensure_graph()
+        return self._vertices
+
+    @property
+    def main_component(self) -> int:
+        self._ensure_graph()
+        return self._main_component
+
+    def _ensure_graph(self) -> None:
+        if not self._graph_ready:
+            self._build_graph()
+            self._graph_ready = True
 
     # ------------------------------------------------------------------ clearance
     def _to_local(self, pts: np.ndarray) -> np.ndarray:
@@ -61,17 +78,20 @@ class NavigableSpace:
         c, s = self._cs[None, :, 0], self._cs[None, :, 1]
         return np.stack([c * d[..., 0] + s * d[..., 1], -s * d[..., 0] + c * d[..., 1]], axis=-1)
 
-    def clearance(self, pts: np.ndarray, discs: np.ndarray | None = None) -> np.ndarray:
+    def clearance(self, pts: np.ndarray, discs: np.ndarray | None = None, exclude: tuple[int, ...] = ()) -> np.ndarray:
         """Distance (m) from each (N, 2) point to the nearest obstacle footprint (0 inside one).
 
-        ``discs``: optional (K, 3) extra circular obstacles (x, y, radius), e.g. people.
+        ``discs``: optional (K, 3) extra circular obstacles (x, y, radius), e.g. people;
+        ``exclude``: indices into ``obstacle_ids`` to ignore (e.g. the seat a person sits on).
         """
         pts = np.atleast_2d(np.asarray(pts, float))
         if len(self._rects) == 0:
             out = np.full(len(pts), np.inf)
         else:
-            q = np.abs(self._to_local(pts)) - self._h[None]
-            out = np.linalg.norm(np.maximum(q, 0.0), axis=-1).min(axis=1)
+            q = np.linalg.norm(np.maximum(np.abs(self._to_local(pts)) - self._h[None], 0.0), axis=-1)
+            if exclude:
+                q[:, list(exclude)] = np.inf
+            out = q.min(axis=1)
         if discs is not None and len(discs):
             dd = np.linalg.norm(pts[:, None, :] - discs[None, :, :2], axis=-1) - discs[None, :, 2]
             out = np.minimum(out, np.maximum(dd, 0.0).min(axis=1))
@@ -90,11 +110,31 @@ class NavigableSpace:
         return self.in_rooms(pts) & (self.clearance(pts, discs) >= self.radius - _EPS)
 
     def is_navigable(self, pts: np.ndarray) -> np.ndarray:
-        """Free and in the largest connected region (the part of the scene the robot can roam)."""
+        """Free and in the largest connected free region (the part of the scene the robot can roam).
+
+        Connectivity comes from a 5 cm raster of free space (8-connected), dilated by one cell so
+        that free points next to obstacles count; built once per scene.
+        """
         pts = np.atleast_2d(np.asarray(pts, float))
         free = self.is_free(pts)
-        comp = np.array([self._component(p) if f else -1 for p, f in zip(pts, free)])
-        return free & (comp == self.main_component)
+        mask, (ox, oy), res = self._main_region()
+        i = np.clip(((pts[:, 1] - oy) / res).astype(int), 0, mask.shape[0] - 1)
+        j = np.clip(((pts[:, 0] - ox) / res).astype(int), 0, mask.shape[1] - 1)
+        return free & mask[i, j]
+
+    def _main_region(self, res: float = 0.05):
+        if getattr(self, "_region", None) is None:
+            xmin, ymin, xmax, ymax = self.scene.bounds()
+            xs, ys = np.arange(xmin, xmax, res) + res / 2, np.arange(ymin, ymax, res) + res / 2
+            gx, gy = np.meshgrid(xs, ys)
+            pts = np.stack([gx.ravel(), gy.ravel()], 1)
+            free = np.zeros(len(pts), bool)
+            for s0 in range(0, len(pts), 20000):
+                free[s0:s0 + 20000] = self.is_free(pts[s0:s0 + 20000])
+            labels, n = ndimage.label(free.reshape(gx.shape), structure=np.ones((3, 3)))
+            main = (labels == int(np.argmax(np.bincount(labels.ravel())[1:])) + 1) if n else np.zeros_like(labels, bool)
+            self._region = (ndimage.binary_dilation(main, np.ones((3, 3))), (xmin, ymin), res)
+        return self._region
 
     # ------------------------------------------------------------------ segments
     def _segment_distance(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -165,13 +205,13 @@ class NavigableSpace:
             v = v[self.is_free(v)]
             # merge duplicates (touching rectangles produce coincident vertices)
             v = np.unique(np.round(v, 6), axis=0)
-        self.vertices = v
+        self._vertices = v
         n = len(v)
         if n == 0:
             self._dist = np.zeros((0, 0))
             self._pred = np.zeros((0, 0), int)
             self._vcomp = np.zeros(0, int)
-            self.main_component = 0
+            self._main_component = 0
             return
         ii, jj = np.triu_indices(n, 1)
         free = np.zeros(len(ii), bool)
@@ -185,7 +225,7 @@ class NavigableSpace:
         self._dist, self._pred = shortest_path(g, method="D", directed=False, return_predecessors=True)
         _, self._vcomp = connected_components(g, directed=False)
         sizes = np.bincount(self._vcomp)
-        self.main_component = int(np.argmax(sizes))
+        self._main_component = int(np.argmax(sizes))
 
     def _visible(self, p: np.ndarray) -> np.ndarray:
         """Indices of graph vertices reachable from ``p`` by a straight free move."""

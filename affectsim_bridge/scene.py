@@ -428,21 +428,25 @@ def _unique(r: _Reader, ids: list[str], path: str) -> None:
         seen.add(i)
 
 
+GENERATED_DIR = Path(__file__).resolve().parents[1] / "data" / "scenes"  # `affectsim scenes build`
+
+
 def builtin_scene_ids() -> list[str]:
     return sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml"))
 
 
 def resolve_scene_path(scene: str) -> Path:
-    """A built-in scene id (e.g. ``test_apartment``) or a path to a scene file."""
+    """A built-in scene id (``test_apartment``), a generated one (``scene_007``) or a scene file path."""
     p = Path(scene)
     if p.suffix in (".yaml", ".yml", ".json"):
         if not p.is_file():
             raise InvalidInput("scene", scene, "an existing scene file")
         return p
-    cand = BUILTIN_DIR / f"{scene}.yaml"
-    if not cand.is_file():
-        raise InvalidInput("scene", scene, f"a scene file path or a built-in scene id ({', '.join(builtin_scene_ids())})")
-    return cand
+    for cand in (BUILTIN_DIR / f"{scene}.yaml", GENERATED_DIR / f"{scene}.yaml"):
+        if cand.is_file():
+            return cand
+    raise InvalidInput("scene", scene, f"a scene file path, a built-in scene id ({', '.join(builtin_scene_ids())}) "
+                                       "or a generated id scene_000..scene_056 (after `affectsim scenes build`)")
 
 
 def load_scene(scene: str | Path) -> Scene:

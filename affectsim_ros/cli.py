@@ -81,8 +81,24 @@ def _bench(ns: argparse.Namespace) -> int:
 
 
 def _scenes(ns: argparse.Namespace) -> int:
+    from affectsim_bridge import scene_generator
     from affectsim_bridge.scene import builtin_scene_ids, load_scene
 
+    if ns.what == "build":
+        scene_generator.build_scenes(seed=ns.seed)
+        return 0
+    if ns.what == "preview":
+        ids = ns.ids or [f"scene_{i:03d}" for i in range(3)]
+        for sid in ids:
+            print(f"[scenes] {scene_generator.preview_scene(load_scene(sid), Path(ns.out) / f'{sid}.png')}")
+        return 0
+    if ns.what == "check":
+        bad = 0
+        for sid in ns.ids or builtin_scene_ids():
+            report = scene_generator.check_scene(load_scene(sid))
+            bad += bool(report["problems"])
+            print(f"{sid}: {report}")
+        return 1 if bad else 0
     for sid in builtin_scene_ids():
         s = load_scene(sid)
         print(f"{sid}: {s.name} ({len(s.rooms)} rooms, {len(s.furniture)} furniture, {len(s.doors())} doors)")
@@ -193,7 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
     mo.add_argument("--out", default="results/previews")
     mo.set_defaults(fn=_motions)
     sc = sub.add_parser("scenes", help="scene utilities")
-    sc.add_argument("what", choices=["list"])
+    sc.add_argument("what", choices=["list", "build", "preview", "check"])
+    sc.add_argument("ids", nargs="*", help="preview/check: scene ids (default: first three / built-ins)")
+    sc.add_argument("--seed", type=int, default=0)
+    sc.add_argument("--out", default="results/scenes")
     sc.set_defaults(fn=_scenes)
     return p
 
