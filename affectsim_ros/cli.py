@@ -166,6 +166,40 @@ def _motions(ns: argparse.Namespace) -> int:
     raise AffectSimError(f"motions {ns.what!r} is unknown")
 
 
+def _dataset(ns: argparse.Namespace) -> int:
+    from affectsim_ros.dataset import build as dbuild
+
+    from affectsim_ros.dataset import inspect
+
+    root = Path(ns.out)
+    if ns.what == "build":
+        dbuild.build_dataset(root, seed=ns.seed, scale=ns.scale)
+        return 0
+    if ns.what == "validate":
+        rep = inspect.validate_dataset(root)
+        print(f"[validate] {rep['episodes']} episodes: {rep['counts']}")
+        for why, n in sorted(rep["problems"].items(), key=lambda kv: -kv[1]):
+            print(f"  FAIL {why}: {n} (e.g. {rep['examples'].get(why, '-')})")
+        if not rep["problems"]:
+            print("[validate] all checks passed")
+        return 0 if not rep["problems"] else 1
+    if ns.what == "stats":
+        inspect.dataset_stats(root, Path(ns.png))
+        return 0
+    if ns.what in ("show", "counterfactual"):
+        if not ns.episode:
+            raise AffectSimError(f"dataset {ns.what} needs an EPISODE_ID")
+        ep = inspect.find_episode(ns.episode, root)
+        if ns.what == "counterfactual":
+            from affectsim_bridge.humans.library import Library
+
+            ep = inspect.counterfactual(ep, ns.emotion, Library())
+            print(json.dumps({k: ep[k] for k in ("episode_id", "counterfactual_of", "emotion", "humans")}, indent=1))
+        print(f"[dataset] {inspect.show_episode(ep, Path('results/episodes') / (ep['episode_id'] + '.png'))}")
+        return 0
+    raise AffectSimError(f"dataset {ns.what!r} is unknown")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="affectsim", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
@@ -208,6 +242,16 @@ def build_parser() -> argparse.ArgumentParser:
     mo.add_argument("--performer", default=None)
     mo.add_argument("--out", default="results/previews")
     mo.set_defaults(fn=_motions)
+    ds = sub.add_parser("dataset", help="compose, validate and inspect the episode dataset")
+    ds.add_argument("what", choices=["build", "validate", "stats", "show", "counterfactual"])
+    ds.add_argument("episode", nargs="?", help="show / counterfactual: EPISODE_ID")
+    ds.add_argument("--emotion", choices=["angry", "fearful", "happy", "neutral", "sad"], default="happy",
+                    help="counterfactual: the emotion swapped in")
+    ds.add_argument("--png", default="results/dataset_stats.png", help="stats: figure path")
+    ds.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "data" / "episodes"))
+    ds.add_argument("--seed", type=int, default=0)
+    ds.add_argument("--scale", type=float, default=1.0, help="fraction of the paper's episode counts (1.0: 27,647)")
+    ds.set_defaults(fn=_dataset)
     sc = sub.add_parser("scenes", help="scene utilities")
     sc.add_argument("what", choices=["list", "build", "preview", "check"])
     sc.add_argument("ids", nargs="*", help="preview/check: scene ids (default: first three / built-ins)")

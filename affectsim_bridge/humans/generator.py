@@ -216,7 +216,7 @@ def _stadium(sigma: np.ndarray, L: float, rho: float) -> tuple[np.ndarray, np.nd
 
 
 def walk(emotion: str, performer: Performer, body: BodyShape, st: Style, rng: np.random.Generator,
-         length: float = 3.0, rho: float = 0.6) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+         length: float = 2.2, rho: float = 0.5) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
     """Back and forth along a straight path of ``length`` m (stadium loop with turns of radius ``rho``)."""
     H = body.height
     P = 2 * length + 2 * math.pi * rho

@@ -20,8 +20,9 @@ Challenge definitions (thresholds):
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from affectsim_bridge.scene import Scene
 from affectsim_ros.core.geometry import Pose2D, wrap_angle
 
 HEAD_CAMERA = CameraIntrinsics.from_vfov(640, 480, math.radians(46.83))
-HUMAN_RADIUS = 0.25  # m, clearance a performer's pelvis keeps from obstacles
+HUMAN_RADIUS = 0.2  # m, clearance a performer's pelvis keeps from obstacles
 _SEGMENTS = [("shoulder_l", "elbow_l"), ("elbow_l", "wrist_l"), ("shoulder_r", "elbow_r"), ("elbow_r", "wrist_r"),
              ("hip_l", "knee_l"), ("knee_l", "ankle_l"), ("hip_r", "knee_r"), ("knee_r", "ankle_r"),
              ("spine_lower", "spine_upper"), ("spine_upper", "neck"), ("pelvis", "spine_lower"),
@@ -106,12 +107,13 @@ class SceneContext:
     def footprint_free(self, place: HumanPlacement, exclude: tuple[int, ...] = ()) -> bool:
         """The performer's path (pelvis every 0.2 s, both feet) stays in rooms and clear of obstacles."""
         m = place.motion
-        ts = np.arange(0, m.duration, 0.2)
-        pel = np.array([place.pose_at(t)[0][:2] for t in ts])
+        pel_local, feet_local = _local_track(m)
+        c, s = math.cos(place.yaw), math.sin(place.yaw)
+        rot = np.array([[c, s], [-s, c]])
+        pel = pel_local @ rot + [place.x, place.y]
         if not self.nav.in_rooms(pel).all():
             return False
-        feet = np.vstack([self.body_points(place, t)[[POINTS.index("toe_l"), POINTS.index("toe_r")], :2]
-                          for t in ts[::2]])
+        feet = feet_local @ rot + [place.x, place.y]
         feet_ok = bool((self.nav.clearance(feet, exclude=exclude) >= 0.06).all() and self.nav.in_rooms(feet).all())
         if m.action in ("seated", "sit_down", "knock"):  # pelvis over a seat / next to a door is expected
             return feet_ok
@@ -128,17 +130,17 @@ class SceneContext:
         return pos, rot
 
     def unoccluded(self, cam: np.ndarray, pts: np.ndarray) -> np.ndarray:
-        m, d = self.backend.model, self.backend.data
-        out = np.zeros(len(pts), bool)
-        gid = np.zeros(1, np.int32)
-        for i, p in enumerate(pts):
-            v = p - cam
-            dist = float(np.linalg.norm(v))
-            hit = mujoco.mj_ray(m, d, cam, v / dist, self.geomgroup, 1, -1, gid)
-            out[i] = hit < 0 or hit >= dist - 0.03
-        return out
+        """True where the straight line from ``cam`` to a point meets no scene geometry (one multi-ray call)."""
+        v = pts - cam
+        dist = np.linalg.norm(v, axis=1)
+        n = len(pts)
+        hit = np.empty(n)
+        gid = np.empty(n, np.int32)
+        mujoco.mj_multiRay(self.backend.model, self.backend.data, cam.astype(float), (v / dist[:, None]).ravel(),
+                           self.geomgroup, 1, -1, gid, hit, None, n, float(dist.max()) + 1.0)
+        return (hit < 0) | (hit >= dist - 0.03)
 
-    def measure(self, robot: Pose2D, place: HumanPlacement, t: float) -> Measures:
+    def measure(self, robot: Pose2D, place: HumanPlacement, t: float, geodesic: bool = True) -> Measures:
         pts = self.body_points(place, t)
         cam, rot = self.camera(robot)
         local = (pts - cam) @ rot
@@ -153,7 +155,7 @@ class SceneContext:
         to_robot = math.atan2(robot.y - root[1], robot.x - root[0])
         rel = abs(wrap_angle(to_robot - rrot[0]))
         a, b = np.array([robot.x, robot.y]), root[:2]
-        geo = self.nav.geodesic_distance(a, self._reachable_near(b))
+        geo = self.nav.geodesic_distance(a, self._reachable_near(b)) if geodesic else math.nan
         return Measures(float(np.linalg.norm(pelvis - cam)), rel, float((in_view & clear).mean()),
                         float(clear.mean()), geo, float(np.linalg.norm(b - a)), not bool(self.nav.segment_free(a, b)[0]))
 
@@ -168,6 +170,16 @@ class SceneContext:
             if len(ok):
                 return ok[np.argmin(np.linalg.norm(ok - xy, axis=1))]
         return xy
+
+
+@functools.lru_cache(maxsize=4096)
+def _local_track(m: Motion) -> tuple[np.ndarray, np.ndarray]:
+    """Pelvis (every 0.2 s) and toe (every 0.4 s) floor positions over one cycle, in the motion frame."""
+    ts = np.arange(0, m.duration, 0.2)
+    p, r, q = m.sample(ts)
+    pts, _ = forward_kinematics(m.body.height, p, r, q, m.body.joint_offsets())
+    toes = pts[::2][:, [POINTS.index("toe_l"), POINTS.index("toe_r")], :2].reshape(-1, 2)
+    return p[:, :2], toes
 
 
 # ------------------------------------------------------------------------------ placement
@@ -207,9 +219,12 @@ def place_target(ctx: SceneContext, m: Motion, rng: np.random.Generator, tries: 
             if nav.in_rooms(np.array([[ax, ay]]))[0] and ctx.footprint_free(place, exclude=door_idx):
                 return place, {"door": d.id, "door_side": side}
         return None
-    for _ in range(tries):
-        xy = nav.sample(1, rng)[0]
-        yaw = float(rng.uniform(-math.pi, math.pi))
+    walking = m.action == "walk" or m.provenance.get("scenario") == "pacing"
+    points = nav.sample(tries * (3 if walking else 1), rng)
+    for xy in points:
+        # walks run along the room's axes (as along a corridor or a wall), other performances face anywhere
+        yaw = (float(rng.integers(4)) * math.pi / 2 + float(rng.uniform(-0.15, 0.15))) if walking \
+            else float(rng.uniform(-math.pi, math.pi))
         place = HumanPlacement("target", float(xy[0]), float(xy[1]), yaw, motion=m, phase=0.0)
         if ctx.footprint_free(place):
             return place, {}
@@ -247,6 +262,11 @@ def robot_start(ctx: SceneContext, place: HumanPlacement, t: float, challenge: s
         bearing = math.atan2(root[1] - xy[1], root[0] - xy[0])
         yaw = wrap_angle(bearing + float(rng.uniform(-0.3, 0.3)))
         robot = Pose2D(float(xy[0]), float(xy[1]), yaw)
+        quick = ctx.measure(robot, place, t, geodesic=False)  # ray casts first, geodesic only if they pass
+        if challenge != "obstacle_detour" and not realised(challenge, replace(quick, geodesic=0.0)):
+            continue
+        if challenge == "obstacle_detour" and not quick.straight_blocked:
+            continue
         me = ctx.measure(robot, place, t)
         if not math.isfinite(me.geodesic) or not realised(challenge, me):
             continue

@@ -1,0 +1,82 @@
+"""Dataset build at a small scale: splits, group disjointness, validation, loader errors, counterfactuals."""
+
+import gzip
+import json
+
+import pytest
+
+from affectsim_bridge.humans.library import Library, build
+from affectsim_bridge.scene_generator import build_scenes
+from affectsim_ros.core.errors import InvalidInput
+from affectsim_ros.dataset.build import build_dataset
+from affectsim_ros.dataset.episodes import load_split, write_split
+from affectsim_ros.dataset.inspect import counterfactual, validate_dataset
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ds")
+    build(root / "motions", seed=0, log=lambda s: None, ag_performers=12, ag_takes=1, oc_performances=40,
+          oc_performers=4, dyadic=10)
+    build_scenes(root / "scenes", count=4, log=lambda s: None)
+    manifest = build_dataset(root / "episodes", scale=0.004, motions=root / "motions", scenes_dir=root / "scenes",
+                             log=lambda s: None)
+    return root, manifest
+
+
+def test_splits_follow_the_paper_proportions_and_are_group_disjoint(small):
+    root, manifest = small
+    rep = manifest["report"]
+    assert rep["built"] >= 0.9 * rep["requested"]
+    eps = {s: load_split(s, root / "episodes") for s in ("train", "val", "test")}
+    assert len(eps["train"]) > len(eps["val"]) > 0 and len(eps["test"]) > 0
+    groups = {s: {(e["family"], e["group"]) for e in v} for s, v in eps.items()}
+    assert not groups["train"] & groups["val"] and not groups["train"] & groups["test"]
+    assert not groups["val"] & groups["test"]
+    perf = {s: {e["humans"][0]["motion_id"].split("_")[1] for e in v if e["family"] == "action_grounded"}
+            for s, v in eps.items()}
+    assert perf["train"] <= {f"AG0{i}" for i in range(1, 9)} and perf["test"] <= {"AG11", "AG12"}
+    oc = [e for e in eps["train"] if e["family"] == "observation_controlled"]
+    assert {e["challenge"] for e in oc} == {"far_visible", "rear_view", "partial_occlusion", "obstacle_detour"}
+
+
+def test_every_episode_validates(small):
+    root, _ = small
+    rep = validate_dataset(root / "episodes", motions=root / "motions", scenes_dir=root / "scenes",
+                           log=lambda s: None)
+    assert rep["problems"] == {}, rep["examples"]
+
+
+def test_loader_rejects_corruption_and_bad_references(small, tmp_path):
+    root, _ = small
+    eps = load_split("test", root / "episodes")
+    with pytest.raises(InvalidInput, match="scene_id"):
+        load_split("test", root / "episodes", scenes={"nowhere"})
+    with pytest.raises(InvalidInput, match="episode_id.*duplicate"):
+        write_split(tmp_path / "dup.json.gz", "test", [eps[0], eps[0]])
+    bad = dict(eps[0], start_position=[0.0, float("nan"), 0.0])
+    with pytest.raises(InvalidInput, match=f"episode {eps[0]['episode_id']}.*start_position"):
+        write_split(tmp_path / "bad.json.gz", "test", [bad])
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(root / "episodes", copy)
+    raw = (copy / "test.json.gz").read_bytes()
+    (copy / "test.json.gz").write_bytes(raw[: len(raw) // 2])
+    with pytest.raises(InvalidInput, match="checksum"):
+        load_split("test", copy)
+    doc = json.loads(gzip.decompress(raw))
+    assert doc["format"] == "affectsim-episodes/1"
+
+
+def test_counterfactual_keeps_the_observation_conditions(small):
+    root, _ = small
+    ep = next(e for e in load_split("train", root / "episodes") if e["family"] == "action_grounded")
+    lib = Library(root / "motions")
+    other = next(e for e in ("angry", "sad", "happy") if e != ep["emotion"])
+    cf = counterfactual(ep, other, lib)
+    t0, t1 = ep["humans"][0], cf["humans"][0]
+    assert cf["emotion"] == other and lib.entries[t1["motion_id"]]["emotion"] == other
+    assert lib.entries[t1["motion_id"]]["action"] == lib.entries[t0["motion_id"]]["action"]
+    assert (t1["x"], t1["y"], t1["yaw"]) == (t0["x"], t0["y"], t0["yaw"])
+    assert cf["start_position"] == ep["start_position"] and cf["scene_id"] == ep["scene_id"]
