@@ -51,12 +51,18 @@ def split_groups(lib: Library, seed: int) -> dict[str, dict[str, list]]:
     ag = [e for e in lib.manifest["clips"] if e["family"] == "action_grounded"]
     for s in SPLITS:
         out[s]["action_grounded"] = sorted(e["id"] for e in ag if AG_SPLIT.get(e["performer"]) == s)
-    oc = sorted(e["id"] for e in lib.manifest["clips"] if e["family"] == "observation_controlled")
-    oc = [oc[i] for i in rng.permutation(len(oc))]
-    n_val = n_test = round(len(oc) * 84 / 837)
-    out["val"]["observation_controlled"] = sorted(oc[:n_val])
-    out["test"]["observation_controlled"] = sorted(oc[n_val:n_val + n_test])
-    out["train"]["observation_controlled"] = sorted(oc[n_val + n_test:])
+    oc_all = [e for e in lib.manifest["clips"] if e["family"] == "observation_controlled"]
+    for s in SPLITS:
+        out[s]["observation_controlled"] = []
+    for emo in sorted({e["emotion"] for e in oc_all}):  # stratified by emotion: balanced classes per split
+        oc = sorted(e["id"] for e in oc_all if e["emotion"] == emo)
+        oc = [oc[i] for i in rng.permutation(len(oc))]
+        n = round(len(oc) * 84 / 837)
+        out["val"]["observation_controlled"] += oc[:n]
+        out["test"]["observation_controlled"] += oc[n:2 * n]
+        out["train"]["observation_controlled"] += oc[2 * n:]
+    for s in SPLITS:
+        out[s]["observation_controlled"].sort()
     dy = [d["id"] for d in lib.manifest.get("dyadic", [])]
     dy = [dy[i] for i in rng.permutation(len(dy))]
     n = round(len(dy) * 7 / 48)
@@ -140,12 +146,13 @@ def compose_job(ctx: SceneContext, job: dict) -> tuple[dict | None, str]:
     room = ctx.scene.room_at((place.x, place.y))
     ep = {
         "episode_id": f"{job['split']}_{FAMILY_CODE[job['family']]}_{job['index']:06d}",
-        "scene_id": ctx.scene.id, "start_position": [round(robot.x, 4), round(robot.y, 4), 0.0],
-        "start_rotation": [round(v, 8) for v in quat_from_yaw(robot.yaw)],
+        # full precision: validation re-measures the stored start and must reach the same verdict
+        "scene_id": ctx.scene.id, "start_position": [robot.x, robot.y, 0.0],
+        "start_rotation": quat_from_yaw(robot.yaw),
         "family": job["family"], "challenge": job["challenge"], "emotion": emotion, "action": action,
         "group": group, "seed": int(job["seed"]), "monitor_room": room.id if room else None,
-        "humans": [{"role": role, "motion_id": mm.id, "x": round(p.x, 4), "y": round(p.y, 4), "yaw": round(p.yaw, 6),
-                    "phase": round(p.phase, 4), "description": describe(mm)} for role, p, mm in people],
+        "humans": [{"role": role, "motion_id": mm.id, "x": p.x, "y": p.y, "yaw": p.yaw, "phase": p.phase,
+                    "description": describe(mm)} for role, p, mm in people],
         "placement": {k: v for k, v in info.items()}, "measures": me.as_dict(),
     }
     return ep, "ok"
