@@ -18,9 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +29,7 @@ from scipy import ndimage
 
 from affectsim_bridge.navigable import NavigableSpace
 from affectsim_bridge.scene import Rect, Scene, parse_scene
+from affectsim_ros.core.atomic import staged_dir
 
 SCENES_DIR = Path(__file__).resolve().parents[1] / "data" / "scenes"
 SCENE_LIBRARY_FORMAT = "affectsim-scene-library/1"
@@ -340,11 +338,8 @@ def check_scene(scene: Scene, robot_radius: float = 0.3) -> dict:
 def build_scenes(out: Path = SCENES_DIR, seed: int = 0, count: int = N_APARTMENTS + N_OFFICES,
                  log: Callable[[str], None] = print) -> dict:
     """Generate, check and write ``count`` scenes with a manifest; replaces ``out`` atomically."""
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".scenes-", dir=out.parent))
     t0 = time.monotonic()
-    try:
+    with staged_dir(Path(out), ".scenes-") as tmp:
         entries = []
         for i in range(count):
             doc = generate_scene(i, seed)
@@ -363,18 +358,6 @@ def build_scenes(out: Path = SCENES_DIR, seed: int = 0, count: int = N_APARTMENT
                 f"({i + 1}/{count}, ETA {el / (i + 1) * (count - i - 1):.0f} s)")
         manifest = {"format": SCENE_LIBRARY_FORMAT, "seed": seed, "scenes": entries}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            old = out.with_name(out.name + ".old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(out, old)
-            os.replace(tmp, out)
-            shutil.rmtree(old)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     log(f"[scenes] built {count} scenes in {time.monotonic() - t0:.1f} s -> {out}")
     return manifest
 

@@ -23,7 +23,6 @@ import hashlib
 import json
 import math
 import os
-import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ import numpy as np
 from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.motion import EMOTIONS, Motion, load_motion, save_motion
 from affectsim_bridge.humans.styles import Performer
+from affectsim_ros.core.atomic import staged_dir
 from affectsim_ros.core.errors import InvalidInput
 
 LIBRARY_FORMAT = "affectsim-motion-library/1"
@@ -108,11 +108,8 @@ def _sha256(path: Path) -> str:
 def build(out: Path = DEFAULT_DIR, seed: int = 0, log: Callable[[str], None] = print, **sizes) -> dict:
     """Generate the library into ``out`` (replaced atomically); returns the manifest."""
     plans, sequences = plan(seed, **sizes)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".motions-", dir=out.parent))
     t0 = time.monotonic()
-    try:
+    with staged_dir(Path(out), ".motions-") as tmp:
         entries = []
         for i, p in enumerate(plans):
             m = generate(p.id, p.action, p.emotion, p.performer, p.take,
@@ -130,18 +127,6 @@ def build(out: Path = DEFAULT_DIR, seed: int = 0, log: Callable[[str], None] = p
         manifest = {"format": LIBRARY_FORMAT, "seed": seed, "generator": "affectsim procedural v1",
                     "counts": _counts(entries), "clips": entries, "dyadic": sequences}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            old = out.with_name(out.name + ".old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(out, old)
-            os.replace(tmp, out)
-            shutil.rmtree(old)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     log(f"[motions] built {len(entries)} clips and {len(sequences)} dyadic sequences in "
         f"{time.monotonic() - t0:.1f} s -> {out}")
     return manifest

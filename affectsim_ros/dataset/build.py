@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import tempfile
 import time
 import zlib
 from collections import Counter
@@ -31,6 +29,7 @@ from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
 from affectsim_bridge.humans.library import Library
 from affectsim_bridge.scene import load_scene
 from affectsim_bridge.scene_generator import SCENES_DIR
+from affectsim_ros.core.atomic import staged_dir
 from affectsim_ros.dataset.composer import SceneContext, describe, place_target, robot_start
 from affectsim_ros.dataset.episodes import CHALLENGES, DATASET_DIR, SPLITS, quat_from_yaw, write_split
 
@@ -203,10 +202,7 @@ def build_dataset(out: Path = DATASET_DIR, seed: int = 0, scale: float = 1.0, mo
     report = {"seed": seed, "scale": scale, "requested": len(jobs), "built": len(episodes),
               "rejected_candidates": dict(rejections.most_common()), "unplaced": len(pending),
               "seconds": round(time.monotonic() - t0, 1)}
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".episodes-", dir=out.parent))
-    try:
+    with staged_dir(Path(out), ".episodes-") as tmp:
         manifest = {"format": "affectsim-dataset/1", "seed": seed, "scale": scale, "splits": {}, "report": report,
                     "scenes": scene_manifest.get("seed"), "motions": lib.manifest.get("seed")}
         for split in SPLITS:
@@ -216,18 +212,6 @@ def build_dataset(out: Path = DATASET_DIR, seed: int = 0, scale: float = 1.0, mo
             manifest["splits"][split] = {"file": f"{split}.json.gz", "sha256": sha, "episodes": len(eps),
                                          "families": dict(counts)}
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
-        os.chmod(tmp, 0o755)
-        if out.exists():
-            old = out.with_name(out.name + ".old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(out, old)
-            os.replace(tmp, out)
-            shutil.rmtree(old)
-        else:
-            os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     log(f"[dataset] built {len(episodes)} of {len(jobs)} episodes in {report['seconds']} s -> {out}")
     for split in SPLITS:
         log(f"[dataset]   {split}: {manifest['splits'][split]['families']}")

@@ -1,0 +1,32 @@
+"""Atomic outputs: a killed run never leaves a half-written library, scene set or dataset."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+
+@contextmanager
+def staged_dir(out: Path, prefix: str) -> Iterator[Path]:
+    """Yield a temporary sibling of ``out``; on success it replaces ``out`` by renames, on failure it is removed."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, dir=out.parent))
+    try:
+        yield tmp
+        os.chmod(tmp, 0o755)
+        if out.exists():
+            old = out.with_name(out.name + ".old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(out, old)
+            os.replace(tmp, out)
+            shutil.rmtree(old)
+        else:
+            os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
