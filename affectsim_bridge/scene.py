@@ -435,23 +435,27 @@ def builtin_scene_ids() -> list[str]:
     return sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml"))
 
 
-def resolve_scene_path(scene: str) -> Path:
-    """A built-in scene id (``test_apartment``), a generated one (``scene_007``) or a scene file path."""
+def resolve_scene_path(scene: str, scenes_dir: Path | None = None) -> Path:
+    """A built-in scene id (``test_apartment``), a generated one (``scene_007``) or a scene file path.
+
+    Generated ids are looked up in ``scenes_dir`` (default ``data/scenes``).
+    """
     p = Path(scene)
     if p.suffix in (".yaml", ".yml", ".json"):
         if not p.is_file():
             raise InvalidInput("scene", scene, "an existing scene file")
         return p
-    for cand in (BUILTIN_DIR / f"{scene}.yaml", GENERATED_DIR / f"{scene}.yaml"):
+    for cand in (BUILTIN_DIR / f"{scene}.yaml", Path(scenes_dir or GENERATED_DIR) / f"{scene}.yaml"):
         if cand.is_file():
             return cand
     raise InvalidInput("scene", scene, f"a scene file path, a built-in scene id ({', '.join(builtin_scene_ids())}) "
-                                       "or a generated id scene_000..scene_056 (after `affectsim scenes build`)")
+                                       f"or a generated id scene_000..scene_056 in {scenes_dir or GENERATED_DIR} "
+                                       "(after `affectsim scenes build`)")
 
 
-def load_scene(scene: str | Path) -> Scene:
-    """Load and validate a scene by built-in id or file path."""
-    path = resolve_scene_path(str(scene))
+def load_scene(scene: str | Path, scenes_dir: Path | None = None) -> Scene:
+    """Load and validate a scene by id (see :func:`resolve_scene_path`) or file path."""
+    path = resolve_scene_path(str(scene), scenes_dir)
     text = path.read_text()
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)

@@ -40,3 +40,15 @@ def test_pose2d_transform_and_look_at():
 def test_invalid_input_names_field_value_expectation():
     err = InvalidInput("robot_pose", (1, 2), "a navigable point", where="bridge")
     assert "bridge: robot_pose=(1, 2) is invalid; expected a navigable point" == str(err)
+
+
+def test_errors_survive_pickling_across_worker_processes():
+    import pickle
+
+    from affectsim_ros.core.errors import MissingDependency
+
+    err = pickle.loads(pickle.dumps(InvalidInput("scene", "scene_001", "an existing scene", where="build")))
+    assert (err.field, err.value, err.where) == ("scene", "scene_001", "build")
+    assert str(err) == "build: scene='scene_001' is invalid; expected an existing scene"
+    dep = pickle.loads(pickle.dumps(MissingDependency("habitat", "habitat_sim", "pip install habitat-sim")))
+    assert "habitat_sim" in str(dep)

@@ -16,8 +16,12 @@ class InvalidInput(AffectSimError, ValueError):
         self.field = field
         self.value = value
         self.expected = expected
+        self.where = where
         prefix = f"{where}: " if where else ""
         super().__init__(f"{prefix}{field}={value!r} is invalid; expected {expected}")
+
+    def __reduce__(self):  # crosses process boundaries (worker pools) intact
+        return (type(self), (self.field, self.value, self.expected, self.where))
 
 
 class Busy(AffectSimError, RuntimeError):
@@ -28,4 +32,8 @@ class MissingDependency(AffectSimError, ImportError):
     """An optional dependency needed by a plugin is not installed."""
 
     def __init__(self, plugin: str, package: str, how: str) -> None:
+        self.args_ = (plugin, package, how)
         super().__init__(f"plugin {plugin!r} needs {package}, which is not installed; {how}")
+
+    def __reduce__(self):
+        return (type(self), self.args_)

@@ -92,8 +92,9 @@ def plan_jobs(lib: Library, scenes: list[dict], seed: int, scale: float = 1.0) -
 _WORKER: dict = {}
 
 
-def _init_worker(motions: str) -> None:
+def _init_worker(motions: str, scenes_dir: str) -> None:
     _WORKER["lib"] = Library(Path(motions))
+    _WORKER["scenes_dir"] = Path(scenes_dir)
     _WORKER["motions"] = {}
 
 
@@ -159,7 +160,7 @@ def compose_job(ctx: SceneContext, job: dict) -> tuple[dict | None, str]:
 
 def _run_scene(args: tuple[str, list[dict]]) -> tuple[list[dict], list[tuple[dict, str]]]:
     scene_id, jobs = args
-    ctx = SceneContext(load_scene(scene_id))
+    ctx = SceneContext(load_scene(scene_id, _WORKER["scenes_dir"]))
     done, failed = [], []
     try:
         for job in jobs:
@@ -182,7 +183,7 @@ def build_dataset(out: Path = DATASET_DIR, seed: int = 0, scale: float = 1.0, mo
     episodes: list[dict] = []
     pending = jobs
     workers = workers or max(1, min(2, os.cpu_count() or 1))
-    with get_context("spawn").Pool(workers, initializer=_init_worker, initargs=(str(motions),)) as pool:
+    with get_context("spawn").Pool(workers, initializer=_init_worker, initargs=(str(motions), str(scenes_dir))) as pool:
         for attempt in range(RETRIES):
             by_scene: dict[str, list] = {}
             for job in pending:

@@ -31,8 +31,9 @@ from affectsim_ros.dataset.episodes import DATASET_DIR, SPLITS, load_split, yaw_
 _W: dict = {}
 
 
-def _init(motions: str) -> None:
+def _init(motions: str, scenes_dir: str = str(SCENES_DIR)) -> None:
     _W["lib"] = Library(Path(motions))
+    _W["scenes_dir"] = Path(scenes_dir)
     _W["cache"] = {}
 
 
@@ -78,7 +79,7 @@ def check_episode_in_scene(ctx: SceneContext, ep: dict) -> list[str]:
 
 def _validate_scene(args: tuple[str, list[dict]]) -> tuple[list[tuple[str, str]], list[dict]]:
     scene_id, eps = args
-    ctx = SceneContext(load_scene(scene_id))
+    ctx = SceneContext(load_scene(scene_id, _W["scenes_dir"]))
     out, measures = [], []
     try:
         for ep in eps:
@@ -110,7 +111,7 @@ def validate_dataset(root: Path = DATASET_DIR, motions: Path = MOTIONS_DIR, scen
     for eps in splits.values():
         for ep in eps:
             by_scene[ep["scene_id"]].append(ep)
-    with get_context("spawn").Pool(workers, initializer=_init, initargs=(str(motions),)) as pool:
+    with get_context("spawn").Pool(workers, initializer=_init, initargs=(str(motions), str(scenes_dir))) as pool:
         for k, (found, _) in enumerate(pool.imap_unordered(_validate_scene, sorted(by_scene.items()))):
             for eid, why in found:
                 problems[why] += 1
@@ -212,15 +213,15 @@ def counterfactual(ep: dict, emotion: str, lib: Library) -> dict:
     return out
 
 
-def show_episode(ep: dict, out: Path, motions: Path = MOTIONS_DIR) -> Path:
+def show_episode(ep: dict, out: Path, motions: Path = MOTIONS_DIR, scenes_dir: Path = SCENES_DIR) -> Path:
     """PNG: the robot's initial head-camera view, the room monitor's view and a top-down map."""
     from PIL import Image, ImageDraw
 
     from affectsim_ros.contact_sheet import map_image, save_png
     from affectsim_ros.core.geometry import Transform, look_at_rotation
 
-    _init(str(motions))
-    scene = load_scene(ep["scene_id"])
+    _init(str(motions), str(scenes_dir))
+    scene = load_scene(ep["scene_id"], scenes_dir)
     ctx = SceneContext(scene)
     people = _placements(ep)
     robot = Pose2D(ep["start_position"][0], ep["start_position"][1], yaw_from_quat(ep["start_rotation"]))
