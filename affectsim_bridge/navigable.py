@@ -53,6 +53,12 @@ class NavigableSpace:
         self._h = np.array([[r.hx, r.hy] for r in rects]).reshape(-1, 2)
         self._cs = np.array([[math.cos(r.yaw), math.sin(r.yaw)] for r in rects]).reshape(-1, 2)
         self._rects = rects
+        # room polygon edges (x1, y1, x2, y2) and a one-hot edge -> room matrix, for in_rooms
+        edges = [(*a, *b, k) for k, room in enumerate(scene.rooms)
+                 for a, b in zip(room.polygon, room.polygon[1:] + room.polygon[:1])]
+        self._edges = np.array([e[:4] for e in edges], float).reshape(-1, 4)
+        self._edge_room = np.eye(len(scene.rooms), dtype=np.int32)[[e[4] for e in edges]].reshape(-1, len(scene.rooms))
+        self._visible_cache: dict[tuple[float, float], np.ndarray] = {}
         self._graph_ready = False  # the visibility graph is built on first use (free-space queries skip it)
 
     @property
@@ -98,11 +104,14 @@ class NavigableSpace:
         return out
 
     def in_rooms(self, pts: np.ndarray) -> np.ndarray:
+        """True where a point (N, 2) lies in some room (crossing number, as :meth:`Room.contains`)."""
         pts = np.atleast_2d(np.asarray(pts, float))
-        inside = np.zeros(len(pts), bool)
-        for room in self.scene.rooms:
-            inside |= room.contains(pts)
-        return inside
+        x, y = pts[:, :1], pts[:, 1:2]
+        x1, y1, x2, y2 = self._edges.T
+        with np.errstate(divide="ignore", invalid="ignore"):
+            xint = x1 + (y - y1) * (x2 - x1) / (y2 - y1)
+        crossings = (((y1 > y) != (y2 > y)) & (x < xint)).astype(np.int32) @ self._edge_room
+        return (crossings % 2 == 1).any(axis=1)
 
     def is_free(self, pts: np.ndarray, discs: np.ndarray | None = None) -> np.ndarray:
         """True where the robot disc fits: inside a room and clear of every obstacle."""
@@ -228,11 +237,20 @@ class NavigableSpace:
         self._main_component = int(np.argmax(sizes))
 
     def _visible(self, p: np.ndarray) -> np.ndarray:
-        """Indices of graph vertices reachable from ``p`` by a straight free move."""
+        """Indices of graph vertices reachable from ``p`` by a straight free move (recent points cached:
+        a batch of geodesics to one goal computes the goal's side once)."""
+        key = (float(p[0]), float(p[1]))
+        hit = self._visible_cache.get(key)
+        if hit is not None:
+            return hit
         if len(self.vertices) == 0:
             return np.zeros(0, int)
         pa = np.repeat(p[None], len(self.vertices), axis=0)
-        return np.nonzero(self.segment_free(pa, self.vertices))[0]
+        out = np.nonzero(self.segment_free(pa, self.vertices))[0]
+        if len(self._visible_cache) >= 64:
+            self._visible_cache.pop(next(iter(self._visible_cache)))
+        self._visible_cache[key] = out
+        return out
 
     def _component(self, p: np.ndarray) -> int:
         vis = self._visible(np.asarray(p, float))

@@ -43,6 +43,8 @@ _SEGMENTS = [("shoulder_l", "elbow_l"), ("elbow_l", "wrist_l"), ("shoulder_r", "
              ("spine_lower", "spine_upper"), ("spine_upper", "neck"), ("pelvis", "spine_lower"),
              ("neck", "head"), ("hip_l", "hip_r"), ("shoulder_l", "shoulder_r"), ("head", "head_top"),
              ("ankle_l", "toe_l"), ("ankle_r", "toe_r")]
+_SEG_A = [POINTS.index(a) for a, _ in _SEGMENTS]
+_SEG_B = [POINTS.index(b) for _, b in _SEGMENTS]
 
 
 def colour_name(rgb: tuple[float, float, float]) -> str:
@@ -90,19 +92,23 @@ class SceneContext:
         self.backend.load(scene, Pose2D(float(start[0]), float(start[1]), 0.0))
         self.cam_offset = self.backend.link_transforms()["head_camera_rgb_optical_frame"].translation
         self.geomgroup = np.array([1, 0, 0, 0, 0, 0], np.uint8)  # static scene only: people and robot excluded
+        self._last_points: tuple[HumanPlacement, float, np.ndarray] | None = None
 
     def close(self) -> None:
         self.backend.close()
 
     # -------------------------------------------------------------- geometry of a performance
     def body_points(self, place: HumanPlacement, t: float) -> np.ndarray:
-        """41 points (m, map) on the performer's body at time ``t``."""
+        """41 points (m, map) on the performer's body at time ``t`` (the last call is cached)."""
+        if self._last_points is not None and self._last_points[0] is place and self._last_points[1] == t:
+            return self._last_points[2]
         m = place.motion
         p, r, q = place.pose_at(t)
         pts, _ = forward_kinematics(m.body.height, p[None], r[None], q[None], m.body.joint_offsets())
         pts = pts[0]
-        mids = [(pts[POINTS.index(a)] + pts[POINTS.index(b)]) / 2 for a, b in _SEGMENTS]
-        return np.vstack([pts, mids])
+        out = np.vstack([pts, (pts[_SEG_A] + pts[_SEG_B]) / 2])
+        self._last_points = (place, t, out)
+        return out
 
     def footprint_free(self, place: HumanPlacement, exclude: tuple[int, ...] = ()) -> bool:
         """The performer's path (pelvis every 0.2 s, both feet) stays in rooms and clear of obstacles."""
@@ -140,7 +146,9 @@ class SceneContext:
                            self.geomgroup, 1, -1, gid, hit, None, n, float(dist.max()) + 1.0)
         return (hit < 0) | (hit >= dist - 0.03)
 
-    def measure(self, robot: Pose2D, place: HumanPlacement, t: float, geodesic: bool = True) -> Measures:
+    def measure(self, robot: Pose2D, place: HumanPlacement, t: float, paths: bool = True) -> Measures:
+        """The initial-view measures; with ``paths=False`` the path measures are skipped
+        (``geodesic`` is NaN, ``straight_blocked`` False) for a cheap first test of a candidate."""
         pts = self.body_points(place, t)
         cam, rot = self.camera(robot)
         local = (pts - cam) @ rot
@@ -155,9 +163,10 @@ class SceneContext:
         to_robot = math.atan2(robot.y - root[1], robot.x - root[0])
         rel = abs(wrap_angle(to_robot - rrot[0]))
         a, b = np.array([robot.x, robot.y]), root[:2]
-        geo = self.nav.geodesic_distance(a, self._reachable_near(b)) if geodesic else math.nan
+        geo = self.nav.geodesic_distance(a, self._reachable_near(b)) if paths else math.nan
+        blocked = paths and not bool(self.nav.segment_free(a, b)[0])
         return Measures(float(np.linalg.norm(pelvis - cam)), rel, float((in_view & clear).mean()),
-                        float(clear.mean()), geo, float(np.linalg.norm(b - a)), not bool(self.nav.segment_free(a, b)[0]))
+                        float(clear.mean()), geo, float(np.linalg.norm(b - a)), blocked)
 
     def _reachable_near(self, xy: np.ndarray) -> np.ndarray:
         """The performer stands where the robot cannot: the nearest free point around them (for geodesics)."""
@@ -262,11 +271,11 @@ def robot_start(ctx: SceneContext, place: HumanPlacement, t: float, challenge: s
         bearing = math.atan2(root[1] - xy[1], root[0] - xy[0])
         yaw = wrap_angle(bearing + float(rng.uniform(-0.3, 0.3)))
         robot = Pose2D(float(xy[0]), float(xy[1]), yaw)
-        quick = ctx.measure(robot, place, t, geodesic=False)  # ray casts first, geodesic only if they pass
-        if challenge != "obstacle_detour" and not realised(challenge, replace(quick, geodesic=0.0)):
-            continue
-        if challenge == "obstacle_detour" and not quick.straight_blocked:
-            continue
+        if challenge == "obstacle_detour":
+            if nav.segment_free(xy, root)[0]:
+                continue
+        elif not realised(challenge, replace(ctx.measure(robot, place, t, paths=False), geodesic=0.0)):
+            continue  # ray casts first, path measures only for candidates that pass them
         me = ctx.measure(robot, place, t)
         if not math.isfinite(me.geodesic) or not realised(challenge, me):
             continue

@@ -150,21 +150,26 @@ def dataset_stats(root: Path = DATASET_DIR, out_png: Path | None = None, log=pri
         import matplotlib.pyplot as plt
 
         keys = ("initial_distance", "relative_orientation", "visible_fraction", "geodesic")
-        fig, axes = plt.subplots(1, 5, figsize=(22, 4))
-        test = splits["test"]
-        fams = sorted({e["family"] for e in test})
-        for ax, k in zip(axes, keys):
-            for fam in fams:
-                for ch in sorted({str(e["challenge"]) for e in test if e["family"] == fam}):
-                    v = [e["measures"][k] for e in test if e["family"] == fam and str(e["challenge"]) == ch]
-                    ax.hist(v, bins=30, histtype="step", label=f"{fam[:3]} {ch if ch != 'None' else ''}")
-            ax.set_title(f"test: {k}")
-        axes[0].legend(fontsize=7)
-        for s in SPLITS:
-            c = Counter(e["emotion"] for e in splits[s])
-            axes[4].bar([f"{s}\n{e[:3]}" for e in sorted(c)], [c[e] for e in sorted(c)])
-        axes[4].set_title("class balance per split")
-        axes[4].tick_params(axis="x", labelsize=6)
+        emotions = ("angry", "fearful", "happy", "neutral", "sad")
+        fams = sorted({e["family"] for eps in splits.values() for e in eps})
+        fig, axes = plt.subplots(len(SPLITS), 5, figsize=(22, 3.6 * len(SPLITS)), squeeze=False)
+        for row, split in zip(axes, SPLITS):  # one row per split, one line per family
+            eps = splits[split]
+            for ax, k in zip(row, keys):
+                scale = 180 / math.pi if k == "relative_orientation" else 1.0
+                for fam in fams:
+                    v = np.array([e["measures"][k] for e in eps if e["family"] == fam], float) * scale
+                    v = v[np.isfinite(v)]
+                    if len(v):
+                        ax.hist(v, bins=30, histtype="step", density=True, label=f"{fam} ({len(v)})")
+                ax.set_title(f"{split}: {k}{' (deg)' if scale != 1.0 else ''}", fontsize=9)
+            row[0].legend(fontsize=7)
+            width = 0.8 / max(1, len(fams))
+            for i, fam in enumerate(fams):
+                c = Counter(e["emotion"] for e in eps if e["family"] == fam)
+                row[4].bar(np.arange(len(emotions)) + i * width, [c[e] for e in emotions], width, label=fam)
+            row[4].set_xticks(np.arange(len(emotions)) + 0.4 - width / 2, emotions, fontsize=7)
+            row[4].set_title(f"{split}: class balance per family", fontsize=9)
         out_png.parent.mkdir(parents=True, exist_ok=True)
         fig.tight_layout()
         fig.savefig(out_png, dpi=80)
