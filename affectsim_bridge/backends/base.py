@@ -284,6 +284,23 @@ class SimulatorBackend(abc.ABC):
         self._sync()
         return MoveResult(self.pose, clipped, dist, self.sim_time)
 
+    def set_time(self, t: float) -> None:
+        """Jump sim time to ``t`` (s) without moving the robot: people take their pose at ``t``
+        (used to render passive clips)."""
+        self._require_loaded()
+        if not (math.isfinite(t) and t >= 0):
+            raise InvalidInput("sim_time", t, "seconds >= 0")
+        self.sim_time = float(t)
+        self._sync()
+
+    def set_pose(self, pose: Pose2D) -> None:
+        """Place the robot at a navigable ``pose`` without advancing time (passive reference views)."""
+        self._require_loaded()
+        if not (pose.is_finite() and self.navigable.is_free(pose.xy)[0]):
+            raise InvalidInput("robot_pose", (pose.x, pose.y), f"a free point of scene {self.scene.id!r}")
+        self.pose = Pose2D(pose.x, pose.y, wrap_angle(pose.yaw))
+        self._sync()
+
     def set_head(self, pan: float | None = None, tilt: float | None = None) -> None:
         """Point the head (rad); values are clipped to Fetch joint limits."""
         if pan is not None:

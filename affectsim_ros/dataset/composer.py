@@ -34,6 +34,7 @@ from affectsim_bridge.humans.skeleton import JOINTS, POINTS, forward_kinematics
 from affectsim_bridge.navigable import NavigableSpace
 from affectsim_bridge.renderer import mujoco
 from affectsim_bridge.scene import Scene
+from affectsim_ros.core.colours import colour_name
 from affectsim_ros.core.geometry import Pose2D, wrap_angle
 
 HEAD_CAMERA = CameraIntrinsics.from_vfov(640, 480, math.radians(46.83))
@@ -45,21 +46,6 @@ _SEGMENTS = [("shoulder_l", "elbow_l"), ("elbow_l", "wrist_l"), ("shoulder_r", "
              ("ankle_l", "toe_l"), ("ankle_r", "toe_r")]
 _SEG_A = [POINTS.index(a) for a, _ in _SEGMENTS]
 _SEG_B = [POINTS.index(b) for _, b in _SEGMENTS]
-
-
-def colour_name(rgb: tuple[float, float, float]) -> str:
-    r, g, b = rgb
-    if max(rgb) < 0.25:
-        return "black"
-    if min(rgb) > 0.85:
-        return "white"
-    if max(rgb) - min(rgb) < 0.08:
-        return "grey"
-    names = {"red": (0.8, 0.15, 0.15), "blue": (0.2, 0.35, 0.75), "green": (0.25, 0.55, 0.3),
-             "yellow": (0.88, 0.72, 0.22), "purple": (0.48, 0.26, 0.58), "orange": (0.92, 0.48, 0.16),
-             "teal": (0.3, 0.62, 0.7), "pink": (0.85, 0.55, 0.65), "navy": (0.14, 0.18, 0.34),
-             "brown": (0.42, 0.34, 0.24), "beige": (0.55, 0.5, 0.4)}
-    return min(names, key=lambda k: sum((a - c) ** 2 for a, c in zip(rgb, names[k])))
 
 
 def describe(m: Motion) -> str:

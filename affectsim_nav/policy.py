@@ -1,0 +1,104 @@
+"""Active-observation policy plugin API and registry.
+
+A policy is a class registered by name in :data:`POLICIES`::
+
+    from affectsim_nav.policy import POLICIES, Decision, Policy
+
+    @POLICIES.register("my_policy")
+    class MyPolicy(Policy):
+        def reset(self, info, planner):      # EpisodeInfo (non-privileged) and a counted planner
+            ...
+        def act(self, obs):                  # Observation -> Decision
+            return Decision(Action.TURN_LEFT, stage="search")
+
+Each lockstep step the runner gives the policy the newest :class:`Observation` and applies the
+returned primitive action. ``Decision.handoff = True`` declares a stable handoff: from then on the
+runner collects the recognition clip (twice the motion duration) while still applying the
+policy's actions, now outside the acquisition budget. ``Decision.goal`` asks for point-to-point
+motion to a map pose: the built-in follower turns it into primitive actions (or, in the nav node
+with ``use_nav2``, Nav2's ``NavigateToPose`` drives there) and the policy keeps being asked each
+step; it returns ``Decision.CONTINUE`` to keep going or any other decision to preempt the goal.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+from affectsim_bridge.backends.base import Action
+from affectsim_ros.core.observation import EpisodeInfo, Observation
+from affectsim_nav.planner import GridPlanner
+from affectsim_ros.core.registry import Registry
+
+STAGES = ("search", "handoff", "follow", "navigate")
+
+
+@dataclass(frozen=True)
+class Sighting:
+    """The policy's own estimate of the target: ``xy`` map (m), distance (m) and bearing (rad, + left)
+    from the head camera, pixel box (x0, y0, x1, y1)."""
+
+    xy: tuple[float, float]
+    distance: float
+    bearing: float
+    box: tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do next: a primitive ``action``, or a ``goal`` (x m, y m, yaw rad; map) to move to, or
+    ``keep_going`` (continue toward the current goal). ``stage`` is reported as feedback."""
+
+    action: Action | None = None
+    stage: str = "search"
+    handoff: bool = False
+    goal: tuple[float, float, float] | None = None
+    keep_going: bool = False
+    sighting: Sighting | None = None
+
+    def __post_init__(self) -> None:
+        chosen = (self.action is not None) + (self.goal is not None) + bool(self.keep_going)
+        if chosen != 1:
+            raise ValueError(f"Decision(action={self.action}, goal={self.goal}, keep_going={self.keep_going}) is "
+                             "invalid; expected exactly one of action, goal or keep_going")
+        if self.stage not in STAGES:
+            raise ValueError(f"Decision.stage={self.stage!r} is invalid; expected one of {STAGES}")
+
+
+Decision.CONTINUE = Decision(keep_going=True, stage="navigate")  # type: ignore[attr-defined]
+
+
+class Policy(abc.ABC):
+    """Base class of active-observation policies (one instance may run many episodes, one at a time)."""
+
+    name = "policy"
+
+    @abc.abstractmethod
+    def reset(self, info: EpisodeInfo, planner: GridPlanner) -> None:
+        """Start an episode. ``planner.plan_from`` is the global planner; each call counts against the budget."""
+
+    @abc.abstractmethod
+    def act(self, obs: Observation) -> Decision:
+        """The next decision for the newest observation."""
+
+    def on_goal_result(self, reached: bool) -> None:
+        """The last ``Decision.goal`` was reached (True) or could not be planned / was aborted (False)."""
+
+    def close(self) -> None:
+        """Release models (detectors) the policy holds."""
+
+
+POLICIES: Registry[Policy] = Registry("policy")
+
+
+@POLICIES.register("stay")
+class StayPolicy(Policy):
+    """Observe from the start pose: hand off at once and never move (A-Obs equal to P-Init's viewpoint)."""
+
+    name = "stay"
+
+    def reset(self, info: EpisodeInfo, planner: GridPlanner) -> None:
+        pass
+
+    def act(self, obs: Observation) -> Decision:
+        return Decision(Action.STOP, stage="follow", handoff=True)

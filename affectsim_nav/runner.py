@@ -1,0 +1,253 @@
+"""Offline episode runner: the four observation settings of one episode, in-process.
+
+The active loop (:func:`run_active`) is the one the nav node runs too, over a different
+:class:`~affectsim_nav.executor.World`; the privileged side (placing people, P-Ref's body
+track, P-Mon's camera) stays here and never reaches a policy.
+"""
+
+from __future__ import annotations
+
+import math
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from affectsim_bridge.backends.base import Action, HumanPlacement, MoveResult, SimulatorBackend
+from affectsim_bridge.humans.skeleton import forward_kinematics
+from affectsim_bridge.renderer import mujoco
+from affectsim_nav.clips import Clip, clip_steps
+from affectsim_nav.executor import ActionExecutor, BudgetExhausted, ExecutionLog
+from affectsim_nav.planner import GridPlanner, follow_path
+from affectsim_nav.policy import Decision, Policy
+from affectsim_nav.reference import BodyTrack, ReferencePlan, plan_reference
+from affectsim_ros.core.geometry import Pose2D, Transform, look_at_rotation, yaw_from_quat
+from affectsim_ros.core.observation import EpisodeInfo, Observation
+
+OUTCOMES = ("handoff", "budget_exhausted", "policy_error", "cancelled")
+
+
+# ------------------------------------------------------------------------------ worlds
+def observation_from(rgb, depth, k, camera: Transform, pose: Pose2D, stamp: float, step: int) -> Observation:
+    m = np.eye(4)
+    m[:3, :3], m[:3, 3] = camera.rotation, camera.translation
+    return Observation.make(rgb, depth, (k.fx, k.fy, k.cx, k.cy), m, (pose.x, pose.y, pose.yaw), stamp, step)
+
+
+class OfflineWorld:
+    """The in-process simulator as a :class:`World` (lockstep)."""
+
+    def __init__(self, backend: SimulatorBackend) -> None:
+        self.backend = backend
+
+    def apply(self, action: Action) -> MoveResult:
+        return self.backend.apply_action(action)
+
+    def observe(self, step: int) -> Observation:
+        f = self.backend.render_head_camera()
+        b = self.backend
+        return observation_from(f.rgb, f.depth, f.intrinsics, f.pose, b.pose, b.sim_time, step)
+
+
+# ------------------------------------------------------------------------------ active
+@dataclass
+class ActiveResult:
+    """One A-Obs run: executor log, the collected clip (None without handoff), outcome and why."""
+
+    log: ExecutionLog
+    clip: Clip | None
+    outcome: str
+    message: str = ""
+    stages: list[str] = field(default_factory=list)
+
+
+def run_active(world, info: EpisodeInfo, policy: Policy, n_clip: int, max_actions: int = 480,
+               max_planner_calls: int = 80, on_step: Callable[[Decision, ActionExecutor], None] | None = None,
+               cancelled: Callable[[], bool] = lambda: False) -> ActiveResult:
+    """Run ``policy`` from the world's current state until the clip of ``n_clip`` frames is collected
+    after a stable handoff, the acquisition budget is spent, the policy fails, or ``cancelled()``."""
+    ex = ActionExecutor(world, max_actions, max_planner_calls)
+    planner = GridPlanner(info, ex.count_planner_call)
+    frames, times, poses, stages = [], [], [], []
+    path: list[np.ndarray] | None = None
+    obs = world.observe(0)
+    ex.start(obs.pose)
+
+    def result(outcome: str, message: str = "") -> ActiveResult:
+        clip = Clip("a_obs", np.array(times), frames, np.array(poses).reshape(-1, 4, 4)) if outcome == "handoff" else None
+        return ActiveResult(ex.log, clip, outcome, message, stages)
+
+    try:
+        policy.reset(info, planner)
+    except Exception as exc:  # noqa: BLE001 - a user policy's failure ends the episode with a recorded reason
+        return result("policy_error", f"{type(exc).__name__} in reset: {exc}")
+    while True:
+        if cancelled():
+            return result("cancelled", "goal cancelled")
+        try:
+            decision = policy.act(obs)
+            if not isinstance(decision, Decision):
+                raise TypeError(f"act() returned {decision!r}; expected a Decision")
+        except BudgetExhausted as exc:
+            return result("budget_exhausted", str(exc))
+        except Exception as exc:  # noqa: BLE001
+            return result("policy_error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
+        if decision.handoff and ex.log.handoff_step is None:
+            ex.mark_handoff()
+            path = None
+        if ex.log.handoff_step is not None:
+            frames.append(np.array(obs.rgb))
+            times.append(obs.stamp)
+            poses.append(np.array(obs.camera_pose))
+            if len(frames) >= n_clip:
+                stages.append(decision.stage)
+                return result("handoff")
+        try:
+            action, path = _resolve(decision, obs, planner, path, policy)
+        except BudgetExhausted as exc:
+            return result("budget_exhausted", str(exc))
+        stages.append(decision.stage)
+        if on_step is not None:
+            on_step(decision, ex)
+        try:
+            ex.step(action)
+        except BudgetExhausted as exc:
+            return result("budget_exhausted", str(exc))
+        obs = world.observe(len(ex.log.actions))
+
+
+def _resolve(decision: Decision, obs: Observation, planner: GridPlanner, path, policy: Policy):
+    """The primitive action for a decision; goals are planned and followed by the built-in follower."""
+    if decision.action is not None:
+        return decision.action, None
+    if decision.goal is not None:
+        field_ = planner.plan_from(obs.pose[:2])
+        goal_cell = planner.nearest_traversable(decision.goal[:2])
+        path = field_.path_to(goal_cell) if field_ is not None and goal_cell is not None else []
+        if not path:
+            policy.on_goal_result(False)
+            return Action.STOP, None
+    if not path:  # keep_going without an active goal, or arrived
+        policy.on_goal_result(bool(decision.keep_going))
+        return Action.STOP, None
+    action = follow_path(obs.pose, path)
+    if action is None:
+        policy.on_goal_result(True)
+        return Action.STOP, None
+    return action, path
+
+
+# ------------------------------------------------------------------------------ passive settings
+def body_track(people: list[HumanPlacement], times: np.ndarray) -> BodyTrack:
+    """Ground-truth geometry of the target over ``times`` (privileged; for P-Ref only)."""
+    target = next(p for p in people if p.is_target)
+    m = target.motion
+    poses = [target.pose_at(float(t)) for t in times]
+    pos = np.stack([p[0] for p in poses])
+    rot = np.stack([p[1] for p in poses])
+    q = np.stack([p[2] for p in poses])
+    pts, _ = forward_kinematics(m.body.height, pos, rot, q, m.body.joint_offsets())
+    return BodyTrack(np.asarray(times, float), pts, pos[:, :2], rot[:, 0])
+
+
+class RayCaster:
+    """Straight-line visibility through static scene geometry (people and robot excluded)."""
+
+    def __init__(self, backend) -> None:
+        self.backend = backend
+        self.group = np.array([1, 0, 0, 0, 0, 0], np.uint8)
+
+    def __call__(self, cam: np.ndarray, pts: np.ndarray) -> np.ndarray:
+        v = pts - cam
+        dist = np.linalg.norm(v, axis=1)
+        n = len(pts)
+        hit, gid = np.empty(n), np.empty(n, np.int32)
+        mujoco.mj_multiRay(self.backend.model, self.backend.data, np.asarray(cam, float), (v / dist[:, None]).ravel(),
+                           self.group, 1, -1, gid, hit, None, n, float(dist.max()) + 1.0)
+        return (hit < 0) | (hit >= dist - 0.03)
+
+
+def p_init_clip(backend: SimulatorBackend, start: Pose2D, times: np.ndarray) -> Clip:
+    """Camera fixed at the robot's initial head-camera pose."""
+    backend.set_pose(start)
+    frames, poses = [], []
+    for t in times:
+        backend.set_time(float(t))
+        f = backend.render_head_camera()
+        frames.append(f.rgb)
+        poses.append(_mat(f.pose))
+    return Clip("p_init", np.asarray(times), frames, np.stack(poses))
+
+
+def p_mon_clip(backend, start: Pose2D, room_id: str, times: np.ndarray) -> Clip:
+    """The room's monitor camera (head-camera intrinsics: every setting shares them)."""
+    room = next((r for r in backend.scene.rooms if r.id == room_id), None)
+    if room is None or room.monitor is None:
+        raise ValueError(f"monitor_room={room_id!r} is invalid; expected a room of scene {backend.scene.id!r} with a monitor")
+    pos = np.asarray(room.monitor.position, float)
+    cam = Transform(look_at_rotation(pos, np.asarray(room.monitor.look_at, float)), pos)
+    backend.set_pose(start)
+    frames = []
+    for t in times:
+        backend.set_time(float(t))
+        frames.append(backend.render_camera(cam, backend.head_intrinsics).rgb)
+    return Clip("p_mon", np.asarray(times), frames, np.repeat(_mat(cam)[None], len(times), 0))
+
+
+def p_ref_clip(backend, people: list[HumanPlacement], start: Pose2D, times: np.ndarray) -> tuple[Clip, ReferencePlan]:
+    """The reference observer's trajectory, rendered from the robot's own head camera: at each frame
+    the base stands at the planned point facing the body, the head tilts to centre it."""
+    head = backend.link_transforms()["head_camera_rgb_optical_frame"].translation
+    track = body_track(people, times)
+    plan = plan_reference(track, backend.navigable, RayCaster(backend), float(head[2]), backend.head_intrinsics)
+    frames, poses = [], []
+    tilt0 = backend.robot.head_tilt
+    try:
+        for n, t in enumerate(times):
+            centre = track.points[n].mean(0)
+            base = plan.base[n]
+            yaw = math.atan2(centre[1] - base[1], centre[0] - base[0])
+            horiz = max(0.3, float(np.hypot(*(centre[:2] - base))))
+            backend.set_head(tilt=math.atan2(float(head[2]) - float(centre[2]), horiz))
+            backend.set_pose(Pose2D(float(base[0]), float(base[1]), yaw))
+            backend.set_time(float(t))
+            f = backend.render_head_camera()
+            frames.append(f.rgb)
+            poses.append(_mat(f.pose))
+    finally:
+        backend.set_head(tilt=tilt0)
+        backend.set_pose(start)
+    return Clip("p_ref", np.asarray(times), frames, np.stack(poses), meta={"distance": plan.distance,
+                                                                           "angle": plan.angle}), plan
+
+
+def _mat(t: Transform) -> np.ndarray:
+    m = np.eye(4)
+    m[:3, :3], m[:3, 3] = t.rotation, t.translation
+    return m
+
+
+def clip_times(motion_duration: float) -> np.ndarray:
+    """Sim times (s) of a passive clip's full-rate frames: from 0, one per 0.25 s, twice the motion."""
+    return np.arange(clip_steps(motion_duration)) * 0.25
+
+
+# ------------------------------------------------------------------------------ episodes
+def placements(ep: dict, load_motion) -> list[HumanPlacement]:
+    """The episode's people (privileged), motions loaded with ``load_motion(motion_id)``."""
+    return [HumanPlacement(h["role"], h["x"], h["y"], h["yaw"], is_target=h["role"] == "target",
+                           motion=load_motion(h["motion_id"]), phase=h["phase"]) for h in ep["humans"]]
+
+
+def start_pose(ep: dict) -> Pose2D:
+    return Pose2D(ep["start_position"][0], ep["start_position"][1], yaw_from_quat(*ep["start_rotation"]))
+
+
+def episode_info(ep: dict, nav, resolution: float = 0.05) -> EpisodeInfo:
+    """What a policy may know of an episode: map, start pose and (dyadic) the target's clothing."""
+    grid, origin = nav.occupancy_grid(resolution)
+    start = start_pose(ep)
+    desc = next(h["description"] for h in ep["humans"] if h["role"] == "target") if len(ep["humans"]) > 1 else None
+    return EpisodeInfo.make(ep["episode_id"], grid, origin, resolution, (start.x, start.y, start.yaw),
+                            nav.radius, desc)
