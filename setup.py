@@ -29,6 +29,7 @@ setup(
         "console_scripts": [
             "affectsim = affectsim_ros.cli:main",
             "bridge_node = affectsim_bridge.bridge_node:main",
+            "nav_node = affectsim_nav.nav_node:main",
         ],
     },
 )

@@ -38,7 +38,7 @@ class ExecutionLog:
     """Everything the executor did in one episode. Poses are ``map`` frame (x m, y m, yaw rad)."""
 
     trajectory: list[tuple[float, float, float, float]] = field(default_factory=list)  # (t s, x, y, yaw)
-    actions: list[int] = field(default_factory=list)
+    actions: list[int] = field(default_factory=list)  # Action values; -1 = a step of external (Nav2) motion
     planner_calls: int = 0
     attempted_translations: int = 0
     clipped_translations: int = 0
@@ -96,6 +96,18 @@ class ActionExecutor:
         p = res.pose
         self.log.trajectory.append((res.sim_time, p.x, p.y, p.yaw))
         return res
+
+    def record_external(self, pose: tuple[float, float, float], stamp: float) -> None:
+        """One 0.25 s step of motion by an external navigator (Nav2): counted like a primitive action."""
+        if self.enforce_budget and self._budget_actions >= self.max_actions:
+            self.log.budget_exhausted = True
+            raise BudgetExhausted(f"{self.max_actions} primitive actions used")
+        if self.enforce_budget:
+            self._budget_actions += 1
+        last = self.log.trajectory[-1]
+        self.log.path_length += math.hypot(pose[0] - last[1], pose[1] - last[2])
+        self.log.actions.append(-1)  # not a primitive action
+        self.log.trajectory.append((float(stamp), *map(float, pose)))
 
     def count_planner_call(self) -> None:
         """Called by a planner before each global plan; raises once 80 calls are used."""

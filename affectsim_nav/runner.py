@@ -1,6 +1,6 @@
 """Offline episode runner: the four observation settings of one episode, in-process.
 
-The active loop (:func:`run_active`) is the one the nav node runs too, over a different
+The active loop (:mod:`affectsim_nav.active`) is the one the nav node runs too, over a different
 :class:`~affectsim_nav.executor.World`; the privileged side (placing people, P-Ref's body
 track, P-Mon's camera) stays here and never reaches a policy.
 """
@@ -8,9 +8,6 @@ track, P-Mon's camera) stays here and never reaches a policy.
 from __future__ import annotations
 
 import math
-import traceback
-from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 
@@ -18,14 +15,9 @@ from affectsim_bridge.backends.base import Action, HumanPlacement, MoveResult, S
 from affectsim_bridge.humans.skeleton import forward_kinematics
 from affectsim_bridge.renderer import mujoco
 from affectsim_nav.clips import Clip, clip_steps
-from affectsim_nav.executor import ActionExecutor, BudgetExhausted, ExecutionLog
-from affectsim_nav.planner import GridPlanner, follow_path
-from affectsim_nav.policy import Decision, Policy
 from affectsim_nav.reference import BodyTrack, ReferencePlan, plan_reference
 from affectsim_ros.core.geometry import Pose2D, Transform, look_at_rotation, yaw_from_quat
 from affectsim_ros.core.observation import EpisodeInfo, Observation
-
-OUTCOMES = ("handoff", "budget_exhausted", "policy_error", "cancelled")
 
 
 # ------------------------------------------------------------------------------ worlds
@@ -48,94 +40,6 @@ class OfflineWorld:
         f = self.backend.render_head_camera()
         b = self.backend
         return observation_from(f.rgb, f.depth, f.intrinsics, f.pose, b.pose, b.sim_time, step)
-
-
-# ------------------------------------------------------------------------------ active
-@dataclass
-class ActiveResult:
-    """One A-Obs run: executor log, the collected clip (None without handoff), outcome and why."""
-
-    log: ExecutionLog
-    clip: Clip | None
-    outcome: str
-    message: str = ""
-    stages: list[str] = field(default_factory=list)
-
-
-def run_active(world, info: EpisodeInfo, policy: Policy, n_clip: int, max_actions: int = 480,
-               max_planner_calls: int = 80, on_step: Callable[[Decision, ActionExecutor], None] | None = None,
-               cancelled: Callable[[], bool] = lambda: False) -> ActiveResult:
-    """Run ``policy`` from the world's current state until the clip of ``n_clip`` frames is collected
-    after a stable handoff, the acquisition budget is spent, the policy fails, or ``cancelled()``."""
-    ex = ActionExecutor(world, max_actions, max_planner_calls)
-    planner = GridPlanner(info, ex.count_planner_call)
-    frames, times, poses, stages = [], [], [], []
-    path: list[np.ndarray] | None = None
-    obs = world.observe(0)
-    ex.start(obs.pose)
-
-    def result(outcome: str, message: str = "") -> ActiveResult:
-        clip = Clip("a_obs", np.array(times), frames, np.array(poses).reshape(-1, 4, 4)) if outcome == "handoff" else None
-        return ActiveResult(ex.log, clip, outcome, message, stages)
-
-    try:
-        policy.reset(info, planner)
-    except Exception as exc:  # noqa: BLE001 - a user policy's failure ends the episode with a recorded reason
-        return result("policy_error", f"{type(exc).__name__} in reset: {exc}")
-    while True:
-        if cancelled():
-            return result("cancelled", "goal cancelled")
-        try:
-            decision = policy.act(obs)
-            if not isinstance(decision, Decision):
-                raise TypeError(f"act() returned {decision!r}; expected a Decision")
-        except BudgetExhausted as exc:
-            return result("budget_exhausted", str(exc))
-        except Exception as exc:  # noqa: BLE001
-            return result("policy_error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
-        if decision.handoff and ex.log.handoff_step is None:
-            ex.mark_handoff()
-            path = None
-        if ex.log.handoff_step is not None:
-            frames.append(np.array(obs.rgb))
-            times.append(obs.stamp)
-            poses.append(np.array(obs.camera_pose))
-            if len(frames) >= n_clip:
-                stages.append(decision.stage)
-                return result("handoff")
-        try:
-            action, path = _resolve(decision, obs, planner, path, policy)
-        except BudgetExhausted as exc:
-            return result("budget_exhausted", str(exc))
-        stages.append(decision.stage)
-        if on_step is not None:
-            on_step(decision, ex)
-        try:
-            ex.step(action)
-        except BudgetExhausted as exc:
-            return result("budget_exhausted", str(exc))
-        obs = world.observe(len(ex.log.actions))
-
-
-def _resolve(decision: Decision, obs: Observation, planner: GridPlanner, path, policy: Policy):
-    """The primitive action for a decision; goals are planned and followed by the built-in follower."""
-    if decision.action is not None:
-        return decision.action, None
-    if decision.goal is not None:
-        field_ = planner.plan_from(obs.pose[:2])
-        goal_cell = planner.nearest_traversable(decision.goal[:2])
-        path = field_.path_to(goal_cell) if field_ is not None and goal_cell is not None else []
-        if not path:
-            policy.on_goal_result(False)
-            return Action.STOP, None
-    if not path:  # keep_going without an active goal, or arrived
-        policy.on_goal_result(bool(decision.keep_going))
-        return Action.STOP, None
-    action = follow_path(obs.pose, path)
-    if action is None:
-        policy.on_goal_result(True)
-        return Action.STOP, None
-    return action, path
 
 
 # ------------------------------------------------------------------------------ passive settings

@@ -14,6 +14,7 @@ from affectsim_bridge.humans.motion import EMOTIONS, Motion
 from affectsim_bridge.humans.styles import Performer
 from affectsim_bridge.scene import Scene, load_scene
 from affectsim_nav import runner as R
+from affectsim_nav.active import run_active
 from affectsim_nav.clips import Clip, clip_steps, sample_indices
 from affectsim_nav.executor import ActionExecutor, BudgetExhausted
 from affectsim_nav.planner import GridPlanner
@@ -213,13 +214,13 @@ def test_policy_registry_and_failures_end_the_episode_with_a_reason(backend, sce
     info = info_for(backend, START)
     world = R.OfflineWorld(backend)
     n = clip_steps(m.duration)
-    res = R.run_active(world, info, POLICIES.create("stay"), n)
+    res = run_active(world, info, POLICIES.create("stay"), n)
     assert res.outcome == "handoff" and res.log.handoff_step == 0 and len(res.clip.frames) == n
     assert res.log.path_length == 0.0
     for pol, outcome, text in ((_Raises(), "policy_error", "boom"), (_Invalid(), "policy_error", "expected a Decision"),
                                (_Spin(), "budget_exhausted", "20 primitive actions")):
         backend.load(scene, START, (person(m),))
-        res = R.run_active(world, info, pol, n, max_actions=20)
+        res = run_active(world, info, pol, n, max_actions=20)
         assert res.outcome == outcome and text in res.message and res.clip is None
 
 
@@ -229,7 +230,7 @@ def test_baseline_hands_off_and_follows_a_visible_person(backend, scene, perform
     n = clip_steps(m.duration)
     pol = POLICIES.create("baseline")
     try:
-        res = R.run_active(R.OfflineWorld(backend), info_for(backend, START), pol, n)
+        res = run_active(R.OfflineWorld(backend), info_for(backend, START), pol, n)
     finally:
         pol.close()
     assert res.outcome == "handoff", res.message

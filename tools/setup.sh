@@ -54,10 +54,10 @@ if [ ! -f "$stamp" ]; then
 fi
 
 # 3. interfaces (CMake into the venv prefix)
-build_iface() {  # $1 source dir, $2 python module to check
+build_iface() {  # $1 source dir, $2 python module to check (e.g. affectsim_interfaces.msg)
   local src=$1 mod=$2
   local st="$VENV/.affectsim-iface-$(basename "$src")-$(hash_of $(find "$src" -type f | sort))"
-  if [ -f "$st" ] && "$VENV/bin/python" -c "import $mod.msg" >/dev/null 2>&1; then return; fi
+  if [ -f "$st" ] && "$VENV/bin/python" -c "import $mod" >/dev/null 2>&1; then return; fi
   say "building $(basename "$src") into $VENV"
   local prefix_path=$VENV
   [ $SYSTEM_ROS = 1 ] && prefix_path="$VENV;${AMENT_PREFIX_PATH//:/;}"
@@ -76,7 +76,7 @@ build_iface() {  # $1 source dir, $2 python module to check
       -DCMAKE_INSTALL_RPATH="$VENV/lib" -DCMAKE_BUILD_TYPE=Release >"$bdir/cmake.log" 2>&1 \
     && PATH="$VENV/bin:$PATH" make -j"$(nproc)" >"$bdir/make.log" 2>&1 && make install >"$bdir/install.log" 2>&1 ) || {
       echo "[setup] building $src failed; see $bdir/*.log" >&2; tail -20 "$bdir"/*.log >&2; exit 1; }
-  "$VENV/bin/python" -c "import $mod.msg" || { echo "[setup] $mod built but does not import" >&2; exit 1; }
+  "$VENV/bin/python" -c "import $mod" || { echo "[setup] $mod built but does not import" >&2; exit 1; }
   rm -f "$VENV"/.affectsim-iface-"$(basename "$src")"-*; touch "$st"
 }
 if [ $SYSTEM_ROS = 1 ] && "$VENV/bin/python" -c "import tf2_msgs.msg" >/dev/null 2>&1; then
@@ -84,9 +84,15 @@ if [ $SYSTEM_ROS = 1 ] && "$VENV/bin/python" -c "import tf2_msgs.msg" >/dev/null
 elif "$VENV/bin/python" -c "import tf2_msgs.msg" >/dev/null 2>&1 && [ ! -f "$VENV/.affectsim-vendored-tf2" ]; then
   say "tf2_msgs already importable"
 else
-  build_iface "$ROOT/tf2_msgs_vendor" tf2_msgs && touch "$VENV/.affectsim-vendored-tf2"
+  build_iface "$ROOT/tf2_msgs_vendor" tf2_msgs.msg && touch "$VENV/.affectsim-vendored-tf2"
 fi
-build_iface "$ROOT/affectsim_interfaces" affectsim_interfaces
+build_iface "$ROOT/affectsim_interfaces" affectsim_interfaces.action
+# Nav2's NavigateToPose type for the delegation test, only where no Nav2 is installed
+if "$VENV/bin/python" -c "import nav2_msgs.action" >/dev/null 2>&1 && [ ! -f "$VENV/.affectsim-vendored-nav2" ]; then
+  say "nav2_msgs provided by the ROS installation"
+else
+  build_iface "$ROOT/test/nav2_msgs" nav2_msgs.action && touch "$VENV/.affectsim-vendored-nav2"
+fi
 
 # 4. smoke check: everything the project imports, with DDS on loopback
 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST ROS_DOMAIN_ID=0 MUJOCO_GL=egl "$VENV/bin/python" - <<'PY'

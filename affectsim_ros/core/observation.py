@@ -16,6 +16,10 @@ import numpy as np
 
 from affectsim_ros.core.errors import InvalidInput
 
+# Poses are rounded to 1e-9 (m, rad): a state composed through TF (ROS) and in-process differs in
+# the last bits, and policies must decide the same on both (no sensor resolves a nanometre).
+POSE_DECIMALS = 9
+
 
 def _frozen(a: np.ndarray, dtype, shape_ndim: int, field: str) -> np.ndarray:
     out = np.array(a, dtype=dtype, copy=True)
@@ -49,11 +53,11 @@ class Observation:
         depth = _frozen(depth, np.float32, 2, "depth")
         if rgb.shape[:2] != depth.shape or rgb.shape[2] != 3:
             raise InvalidInput("depth", depth.shape, f"the RGB image's size {rgb.shape[:2]} (registered depth)")
-        pose_t = tuple(float(v) for v in pose)
+        pose_t = tuple(round(float(v), POSE_DECIMALS) for v in pose)
         if len(pose_t) != 3 or not all(math.isfinite(v) for v in pose_t):
             raise InvalidInput("pose", pose, "finite (x m, y m, yaw rad)")
-        return Observation(rgb, depth, tuple(float(v) for v in intrinsics), _frozen(camera_pose, float, 2, "camera_pose"),
-                           pose_t, float(stamp), int(step))
+        cam = _frozen(np.round(np.asarray(camera_pose, float), POSE_DECIMALS), float, 2, "camera_pose")
+        return Observation(rgb, depth, tuple(float(v) for v in intrinsics), cam, pose_t, float(stamp), int(step))
 
     def backproject(self, u: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Map-frame points (N, 3) for pixels (u, v) using the depth image (NaN where depth is invalid)."""

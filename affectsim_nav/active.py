@@ -1,0 +1,202 @@
+"""One active-observation episode (A-Obs), stepped stage by stage.
+
+The same loop runs offline (:class:`~affectsim_nav.runner.OfflineWorld`) and in the nav node
+(:class:`~affectsim_nav.ros_world.RosWorld`), so both give identical trajectories for the same
+episode. Each step: the policy sees the newest observation and decides; after a stable handoff
+the observations are the clip's frames; a ``Decision.goal`` is planned and followed by the built-in
+follower, or handed to a :class:`GoalMover` (Nav2) that moves the robot while the policy keeps
+watching. A policy that raises or returns something else than a :class:`Decision` ends the
+episode with outcome ``policy_error`` and the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import traceback
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+import numpy as np
+
+from affectsim_bridge.backends.base import Action
+from affectsim_nav.clips import Clip
+from affectsim_nav.executor import ActionExecutor, BudgetExhausted, ExecutionLog
+from affectsim_nav.planner import GridPlanner, follow_path
+from affectsim_nav.policy import Decision, Policy
+from affectsim_ros.core.observation import EpisodeInfo
+
+OUTCOMES = ("handoff", "budget_exhausted", "policy_error", "cancelled", "aborted")
+UNTIL = ("sighting", "handoff", "clip")
+
+
+class GoalMover(Protocol):
+    """Point-to-point motion by an external navigator (Nav2's NavigateToPose)."""
+
+    def send(self, goal: tuple[float, float, float]) -> None: ...
+
+    def finished(self) -> bool | None:
+        """None while moving, True when the goal was reached, False when it failed."""
+
+    def cancel(self) -> None: ...
+
+
+@dataclass
+class ActiveResult:
+    """One A-Obs run: executor log, the collected clip (None without handoff), outcome and why."""
+
+    log: ExecutionLog
+    clip: Clip | None
+    outcome: str
+    message: str = ""
+    stages: list[str] = field(default_factory=list)
+
+
+class ActiveEpisode:
+    """Policy + executor + world for one episode; :meth:`run` advances it to a stage boundary."""
+
+    def __init__(self, world, info: EpisodeInfo, policy: Policy, max_actions: int = 480, max_planner_calls: int = 80,
+                 mover: GoalMover | None = None) -> None:
+        self.world, self.policy, self.mover = world, policy, mover
+        self.ex = ActionExecutor(world, max_actions, max_planner_calls)
+        self.planner = GridPlanner(info, self.ex.count_planner_call)
+        self.frames: list[np.ndarray] = []
+        self.times: list[float] = []
+        self.poses: list[np.ndarray] = []
+        self.stages: list[str] = []
+        self.path: list[np.ndarray] | None = None
+        self.moving = False  # a GoalMover goal is active
+        self.outcome: str | None = None
+        self.message = ""
+        self.last: Decision | None = None
+        self.obs = world.observe(0)
+        self.ex.start(self.obs.pose)
+        try:
+            policy.reset(info, self.planner)
+        except Exception as exc:  # noqa: BLE001 - a user policy's failure ends the episode with a recorded reason
+            self._end("policy_error", f"{type(exc).__name__} in reset: {exc}")
+
+    @property
+    def log(self) -> ExecutionLog:
+        return self.ex.log
+
+    def _end(self, outcome: str, message: str = "") -> str:
+        self.outcome, self.message = outcome, message
+        if self.moving and self.mover is not None:
+            self.mover.cancel()
+            self.moving = False
+        return outcome
+
+    def run(self, until: str = "clip", n_clip: int = 0, cancelled: Callable[[], bool] = lambda: False,
+            on_step: Callable[["ActiveEpisode"], None] | None = None) -> str:
+        """Step until ``until`` is reached ("sighting": the policy reports a person; "handoff"; "clip":
+        ``n_clip`` frames collected after the handoff) -> "reached", or the episode ends -> its outcome."""
+        if until not in UNTIL:
+            raise ValueError(f"until={until!r} is invalid; expected one of {UNTIL}")
+        if until == "clip" and n_clip < 1:
+            raise ValueError(f"n_clip={n_clip!r} is invalid; expected at least one frame")
+        while self.outcome is None:
+            if cancelled():
+                return self._end("cancelled", "goal cancelled")
+            if until == "clip" and self.log.handoff_step is not None and len(self.frames) >= n_clip:
+                return self._end("handoff")
+            try:
+                decision = self.policy.act(self.obs)
+                if not isinstance(decision, Decision):
+                    raise TypeError(f"act() returned {decision!r}; expected a Decision")
+            except BudgetExhausted as exc:
+                return self._end("budget_exhausted", str(exc))
+            except Exception as exc:  # noqa: BLE001
+                return self._end("policy_error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
+            self.last = decision
+            if decision.handoff and self.log.handoff_step is None:
+                self.ex.mark_handoff()
+                self.path = None
+                if self.moving:
+                    self.mover.cancel()
+                    self.moving = False
+            if self.log.handoff_step is not None:
+                self.frames.append(np.array(self.obs.rgb))
+                self.times.append(self.obs.stamp)
+                self.poses.append(np.array(self.obs.camera_pose))
+                if until == "clip" and len(self.frames) >= n_clip:
+                    self.stages.append(decision.stage)
+                    return self._end("handoff")
+            self.stages.append(decision.stage)
+            try:
+                self._execute(decision)
+            except BudgetExhausted as exc:
+                return self._end("budget_exhausted", str(exc))
+            if on_step is not None:
+                on_step(self)
+            if until == "sighting" and decision.sighting is not None:
+                return "reached"
+            if until == "handoff" and decision.handoff:
+                return "reached"
+        return self.outcome
+
+    def _execute(self, decision: Decision) -> None:
+        """Apply one decision: a primitive action, or a goal (built-in follower or the mover)."""
+        if self.moving and not decision.keep_going:  # the policy preempts the external navigator
+            self.mover.cancel()
+            self.moving = False
+            self.policy.on_goal_result(False)
+        if self.mover is not None and (decision.goal is not None or self.moving):
+            if decision.goal is not None:  # one planner call per goal, as in built-in mode (none if the
+                self.planner.plan_from(self.obs.pose[:2])  # policy already planned from this cell)
+                self.mover.send(decision.goal)
+                self.moving = True
+            obs = self.world.wait_moved(self.obs, self.ex, lambda: self.mover.finished() is not None)
+            if obs is not None:  # one 0.25 s step of external motion
+                self.obs = obs
+                return
+            self.moving = False  # the navigator finished: report it, then one primitive STOP
+            self.policy.on_goal_result(bool(self.mover.finished()))
+            decision = Decision(Action.STOP, stage="navigate")
+        action = self._resolve(decision)
+        self.ex.step(action)
+        self.obs = self.world.observe(len(self.log.actions))
+
+    def _resolve(self, decision: Decision) -> Action:
+        if decision.action is not None:
+            self.path = None
+            return decision.action
+        if decision.goal is not None:
+            field_ = self.planner.plan_from(self.obs.pose[:2])
+            goal_cell = self.planner.nearest_traversable(decision.goal[:2])
+            self.path = field_.path_to(goal_cell) if field_ is not None and goal_cell is not None else []
+            if not self.path:
+                self.policy.on_goal_result(False)
+                return Action.STOP
+        if not self.path:  # keep_going without an active goal
+            self.policy.on_goal_result(False)
+            return Action.STOP
+        action = follow_path(self.obs.pose, self.path)
+        if action is None:
+            self.path = None
+            self.policy.on_goal_result(True)
+            return Action.STOP
+        return action
+
+    def result(self) -> ActiveResult:
+        clip = (Clip("a_obs", np.array(self.times), self.frames, np.array(self.poses).reshape(-1, 4, 4))
+                if self.outcome == "handoff" else None)
+        return ActiveResult(self.log, clip, self.outcome or "aborted", self.message, self.stages)
+
+
+def run_active(world, info: EpisodeInfo, policy: Policy, n_clip: int, max_actions: int = 480,
+               max_planner_calls: int = 80, cancelled: Callable[[], bool] = lambda: False,
+               mover: GoalMover | None = None) -> ActiveResult:
+    """Run ``policy`` from the world's current state until the clip of ``n_clip`` frames is collected
+    after a stable handoff, the acquisition budget is spent, the policy fails, or ``cancelled()``."""
+    ep = ActiveEpisode(world, info, policy, max_actions, max_planner_calls, mover)
+    if ep.outcome is None:
+        ep.run("clip", n_clip, cancelled)
+    return ep.result()
+
+
+def sighting_feedback(decision: Decision | None) -> tuple[bool, tuple[float, float], float]:
+    """(detected, map xy, distance) of the decision's sighting, for action feedback."""
+    if decision is None or decision.sighting is None:
+        return False, (math.nan, math.nan), math.nan
+    s = decision.sighting
+    return True, s.xy, s.distance

@@ -1,0 +1,246 @@
+"""The nav node: active observation as ROS 2 action servers over the bridge's topics and lockstep service.
+
+Action servers (``affectsim_interfaces/action``):
+
+- ``/affectsim/acquire_observation`` (AcquireObservation): search -> handoff -> follow for one
+  episode, the clip's frame stamps and the Table 6 diagnostics in the result;
+- ``/affectsim/search_person`` (SearchPerson): start an episode and explore until a person is sighted;
+- ``/affectsim/handoff`` (Handoff): continue it until a stable handoff;
+- ``/affectsim/follow_person`` (FollowPerson): keep following while ``clip_frames`` are collected.
+
+Feedback after every step: stage, actions and planner calls used, path length, last detection.
+One goal runs at a time: a new goal preempts the running one (which ends ``aborted``), a cancel
+ends it ``cancelled``; bad goals and failures end the goal with the reason and the node keeps
+serving. With ``use_nav2`` a policy's point-to-point goals go to Nav2's ``NavigateToPose``.
+The policy runs the same core as the offline runner (:mod:`affectsim_nav.active`), so both
+give identical trajectories for the same episode.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+
+import rclpy
+from affectsim_interfaces.action import AcquireObservation, FollowPerson, Handoff, SearchPerson
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+
+import affectsim_nav.baseline  # noqa: F401  (registers the baseline policy)
+from affectsim_nav.active import ActiveEpisode, sighting_feedback
+from affectsim_nav.executor import MAX_ACTIONS, MAX_PLANNER_CALLS
+from affectsim_nav.policy import POLICIES, Policy
+from affectsim_nav.ros_world import TOPICS, RosWorld
+from affectsim_ros.core.errors import AffectSimError, InvalidInput
+from affectsim_ros.ros.bridge_client import BridgeClient
+from affectsim_ros.ros.conversions import to_time
+
+PARAMS: dict[str, tuple[object, str]] = {
+    "policy": ("baseline", "default active-observation policy (registered name)"),
+    "use_nav2": (False, "hand a policy's point-to-point goals to Nav2's NavigateToPose"),
+    "nav2_action": ("navigate_to_pose", "Nav2 NavigateToPose action name"),
+    "timeout_s": (30.0, "seconds any wait for the bridge (service answer, frame, TF) may take"),
+}
+
+
+class NavNode(Node):
+    def __init__(self) -> None:
+        super().__init__("nav")
+        for name, (default, desc) in PARAMS.items():
+            self.declare_parameter(name, default)
+        self.p = {name: self.get_parameter(name).value for name in PARAMS}
+        if self.p["policy"] not in POLICIES:
+            raise InvalidInput("parameter policy", self.p["policy"], f"one of {POLICIES.names()}", where="nav")
+        if not (isinstance(self.p["timeout_s"], (int, float)) and 1.0 <= self.p["timeout_s"] <= 600.0):
+            raise InvalidInput("parameter timeout_s", self.p["timeout_s"], "seconds in [1, 600]", where="nav")
+        self.io = BridgeClient("nav_io", topics=TOPICS)
+        self.mover = None
+        if self.p["use_nav2"]:
+            from affectsim_nav.nav2_mover import Nav2Mover
+
+            self.mover = Nav2Mover(self, self.p["nav2_action"], float(self.p["timeout_s"]))
+        self._policies: dict[str, Policy] = {}
+        self._lock = threading.Lock()
+        self._active = None  # goal handle of the running goal
+        self._idle = threading.Event()
+        self._idle.set()
+        self.episode: ActiveEpisode | None = None
+        group = ReentrantCallbackGroup()
+        for typ, name, run in ((AcquireObservation, "acquire_observation", self._acquire),
+                               (SearchPerson, "search_person", self._search),
+                               (Handoff, "handoff", self._handoff), (FollowPerson, "follow_person", self._follow)):
+            ActionServer(self, typ, f"/affectsim/{name}", execute_callback=self._execute(typ, run),
+                         goal_callback=lambda _g: GoalResponse.ACCEPT, cancel_callback=lambda _g: CancelResponse.ACCEPT,
+                         handle_accepted_callback=self._accepted, callback_group=group)
+        self.get_logger().info(f"nav ready: policy={self.p['policy']} use_nav2={self.p['use_nav2']}")
+
+    # ------------------------------------------------------------------ goal bookkeeping
+    def _accepted(self, handle) -> None:
+        with self._lock:
+            self._active = handle  # a running goal sees it is no longer active and stops (preemption)
+        handle.execute()
+
+    def _execute(self, typ, run):
+        def execute(handle):
+            self._idle.wait(float(self.p["timeout_s"]))  # the preempted goal finishes its step first
+            with self._lock:
+                if self._active is not handle:
+                    handle.abort()
+                    return self._result(typ, "aborted", "preempted by a newer goal before it started")
+                self._idle.clear()
+            try:
+                outcome, message, fields = run(handle)
+            except (AffectSimError, ValueError, KeyError, TimeoutError, RuntimeError) as exc:
+                outcome, message, fields = "aborted", f"{type(exc).__name__}: {exc}", {}
+                self.get_logger().error(f"{typ.__name__} failed: {message}")
+            finally:
+                self._idle.set()
+            if outcome == "cancelled" and handle.is_cancel_requested:
+                handle.canceled()
+            elif outcome == "cancelled":  # stopped because a newer goal arrived
+                outcome, message = "aborted", "preempted by a newer goal"
+                handle.abort()
+            elif outcome in ("aborted", "policy_error"):
+                handle.abort()
+            else:
+                handle.succeed()
+            return self._result(typ, outcome, message, **fields)
+
+        return execute
+
+    @staticmethod
+    def _result(typ, outcome: str, message: str, **fields):
+        res = typ.Result()
+        res.outcome, res.message = outcome, message
+        for k, v in fields.items():
+            setattr(res, k, v)
+        return res
+
+    def _stopped(self, handle) -> bool:
+        return handle.is_cancel_requested or self._active is not handle
+
+    def _feedback(self, typ, handle):
+        def publish(ep: ActiveEpisode) -> None:
+            fb = typ.Feedback()
+            fb.stage = ep.stages[-1] if ep.stages else "search"
+            fb.actions_used = len(ep.log.actions)
+            fb.planner_calls_used = ep.log.planner_calls
+            fb.path_length = ep.log.path_length
+            seen, xy, dist = sighting_feedback(ep.last)
+            fb.person_detected = seen
+            if seen:
+                fb.person.x, fb.person.y, fb.person_distance = xy[0], xy[1], dist
+            else:
+                fb.person_distance = math.nan
+            handle.publish_feedback(fb)
+
+        return publish
+
+    def _policy(self, name: str) -> Policy:
+        name = name or self.p["policy"]
+        if name not in POLICIES:
+            raise InvalidInput("policy", name, f"one of {POLICIES.names()}", where="nav")
+        if name not in self._policies:
+            self._policies[name] = POLICIES.create(name)
+        return self._policies[name]
+
+    def _start(self, goal) -> ActiveEpisode:
+        """A new episode from the bridge's current state and the goal's non-privileged fields."""
+        for field in ("max_actions", "max_planner_calls"):
+            if getattr(goal, field) > 100000:
+                raise InvalidInput(field, getattr(goal, field), "a count <= 100000 (0 = protocol default)", where="nav")
+        world = RosWorld(self.io, float(self.p["timeout_s"]))
+        info = world.episode_info(goal.episode_id, goal.target_description)
+        self.episode = ActiveEpisode(world, info, self._policy(goal.policy), goal.max_actions or MAX_ACTIONS,
+                                     goal.max_planner_calls or MAX_PLANNER_CALLS, self.mover)
+        return self.episode
+
+    def _diagnostics(self, ep: ActiveEpisode) -> dict:
+        from geometry_msgs.msg import Pose2D as Pose2DMsg
+
+        d = ep.log.diagnostics()
+        return {"handoff_step": -1 if d["handoff_step"] is None else d["handoff_step"],
+                "path_length": d["path_length"], "path_before_handoff": d["path_before_handoff"],
+                "budget_exhausted": d["budget_exhausted"], "actions": d["actions"],
+                "planner_calls": d["planner_calls"], "attempted_translations": d["attempted_translations"],
+                "clipped_translations": d["clipped_translations"],
+                "trajectory": [Pose2DMsg(x=x, y=y, theta=th) for _, x, y, th in ep.log.trajectory],
+                "clip_stamps": [to_time(t) for t in ep.times]}
+
+    # ------------------------------------------------------------------ the four actions
+    def _acquire(self, handle):
+        goal = handle.request
+        if goal.clip_frames < 1:
+            raise InvalidInput("clip_frames", goal.clip_frames, "at least 1 (2 x motion duration at 4 Hz)", where="nav")
+        ep = self._start(goal)
+        if ep.outcome is None:
+            ep.run("clip", goal.clip_frames, lambda: self._stopped(handle), self._feedback(AcquireObservation, handle))
+        return ep.outcome, ep.message, self._diagnostics(ep)
+
+    def _search(self, handle):
+        ep = self._start(handle.request)
+        out = ep.outcome or ep.run("sighting", 0, lambda: self._stopped(handle), self._feedback(SearchPerson, handle))
+        seen, xy, dist = sighting_feedback(ep.last)
+        fields = {"actions": len(ep.log.actions), "planner_calls": ep.log.planner_calls, "path_length": ep.log.path_length,
+                  "person_distance": dist if seen else math.nan}
+        if seen:
+            from geometry_msgs.msg import Point
+
+            fields["person"] = Point(x=xy[0], y=xy[1])
+        return ("found" if out == "reached" else out), ep.message, fields
+
+    def _continuing(self) -> ActiveEpisode:
+        if self.episode is None or self.episode.outcome is not None:
+            raise InvalidInput("episode", None if self.episode is None else self.episode.outcome,
+                               "a running episode: send SearchPerson (or AcquireObservation) first", where="nav")
+        return self.episode
+
+    def _handoff(self, handle):
+        ep = self._continuing()
+        out = ep.run("handoff", 0, lambda: self._stopped(handle), self._feedback(Handoff, handle))
+        step = ep.log.handoff_step
+        return ("handoff" if out == "reached" else out), ep.message, {
+            "handoff_step": -1 if step is None else step, "actions": len(ep.log.actions), "path_length": ep.log.path_length}
+
+    def _follow(self, handle):
+        ep = self._continuing()
+        if ep.log.handoff_step is None:
+            raise InvalidInput("episode", "no handoff yet", "a handed-off episode: send Handoff first", where="nav")
+        if handle.request.clip_frames < 1:
+            raise InvalidInput("clip_frames", handle.request.clip_frames, "at least 1", where="nav")
+        out = ep.run("clip", handle.request.clip_frames, lambda: self._stopped(handle), self._feedback(FollowPerson, handle))
+        return out, ep.message, {"clip_stamps": [to_time(t) for t in ep.times], "path_length": ep.log.path_length}
+
+    def destroy_node(self) -> None:
+        for p in self._policies.values():
+            p.close()
+        self.io.close()
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> None:
+    from affectsim_ros.ros.env import ensure_loopback
+
+    ensure_loopback()
+    try:
+        with rclpy.init(args=args):
+            try:
+                node = NavNode()
+            except (AffectSimError, ValueError, KeyError) as exc:
+                print(f"[nav] cannot start: {exc}", file=sys.stderr)
+                sys.exit(2)
+            executor = MultiThreadedExecutor(num_threads=4)
+            executor.add_node(node)
+            try:
+                executor.spin()
+            finally:
+                node.destroy_node()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+
+
+if __name__ == "__main__":
+    main()

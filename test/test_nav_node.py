@@ -1,0 +1,187 @@
+"""The nav node over DDS: the same trajectories as the offline runner, stage actions, feedback,
+cancel and preemption, bad goals (Nav2 delegation: test_nav2_delegation.py)."""
+
+import math
+import threading
+
+import numpy as np
+import pytest
+import rclpy
+from affectsim_interfaces.action import AcquireObservation, FollowPerson, Handoff, SearchPerson
+from action_msgs.msg import GoalStatus
+from rclpy.action import ActionClient
+
+from affectsim_bridge.backends.base import HumanPlacement
+from affectsim_bridge.backends.mujoco_backend import MujocoBackend
+from affectsim_bridge.humans.library import Library, build
+from affectsim_bridge.scene import load_scene
+from affectsim_nav import runner as R
+from affectsim_nav.active import run_active
+from affectsim_nav.policy import POLICIES
+from affectsim_ros.core.geometry import Pose2D
+from affectsim_ros.dataset.composer import describe
+from affectsim_ros.launcher import GraphProcesses
+from affectsim_ros.ros.bridge_client import BridgeClient
+from affectsim_ros.ros.env import ensure_loopback
+
+import affectsim_nav.baseline  # noqa: F401
+
+SCENE = "test_apartment"
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    lib = tmp_path_factory.mktemp("lib") / "motions"
+    build(lib, seed=0, log=lambda s: None, ag_performers=2, ag_takes=1, oc_performances=5, oc_performers=1, dyadic=0)
+    return lib
+
+
+@pytest.fixture(scope="module")
+def graph(library, tmp_path_factory):
+    logs = tmp_path_factory.mktemp("logs")
+    with GraphProcesses("bench", {"mode": "lockstep"}, log_dir=logs,
+                        extra_params={"bridge": {"motion_library": str(library)}}) as g:
+        ensure_loopback(g.domain_id)
+        rclpy.init()
+        client = BridgeClient("nav_test_client", topics=("rgb",))
+        client.wait_for_bridge(90)
+        clients = {t: ActionClient(client.node, t, f"/affectsim/{n}") for t, n in (
+            (AcquireObservation, "acquire_observation"), (SearchPerson, "search_person"), (Handoff, "handoff"),
+            (FollowPerson, "follow_person"))}
+        for c in clients.values():
+            assert c.wait_for_server(60), (logs / "nav.log").read_text()
+        yield client, clients, g, logs
+        client.close()
+        rclpy.shutdown()
+        assert g.poll()["nav"] is None, (logs / "nav.log").read_text()
+
+
+def _motions(library, action="standing"):
+    lib = Library(library)
+    return lib, sorted(i for i, e in lib.entries.items() if e["action"] == action)
+
+
+def _episode(lib, people, start):
+    """A tiny episode: (bridge humans, offline placements, start pose, description)."""
+    humans = [{"id": role, "x": x, "y": y, "yaw": yaw, "appearance": 0, "is_target": role == "target",
+               "motion_id": mid, "phase": 0.3} for role, mid, x, y, yaw in people]
+    placements = [HumanPlacement(h["id"], h["x"], h["y"], h["yaw"], is_target=h["is_target"],
+                                 motion=lib.load(h["motion_id"]), phase=h["phase"]) for h in humans]
+    desc = describe(next(p.motion for p in placements if p.is_target)) if len(people) > 1 else ""
+    return humans, placements, Pose2D(*start), desc
+
+
+def call(action_client, goal, timeout=240.0, on_feedback=None):
+    """Send a goal and wait for its result; returns (status, result, handle)."""
+    done = threading.Event()
+    fut = action_client.send_goal_async(goal, feedback_callback=on_feedback)
+    fut.add_done_callback(lambda f: done.set())
+    assert done.wait(30), "goal not answered"
+    handle = fut.result()
+    assert handle.accepted
+    res_done = threading.Event()
+    rf = handle.get_result_async()
+    rf.add_done_callback(lambda f: res_done.set())
+    assert res_done.wait(timeout), "no result in time"
+    return rf.result().status, rf.result().result, handle
+
+
+def test_ros_and_offline_runs_give_identical_trajectories(graph, library):
+    client, clients, _, _ = graph
+    lib, standing = _motions(library)
+    cases = [  # visible at once; in the kitchen behind a wall (search, limited budget); dyadic by clothing
+        ([("target", standing[0], 4.0, 2.8, math.pi)], (1.5, 2.5, 0.0), 60),
+        ([("target", standing[1], 8.5, 4.2, math.pi)], (1.5, 2.5, 1.57), 80),
+        ([("target", standing[0], 4.2, 3.2, math.pi), ("partner", standing[-1], 4.2, 1.9, math.pi)], (1.5, 2.5, 0.3), 60),
+    ]
+    backend = MujocoBackend()
+    policy = POLICIES.create("baseline")
+    try:
+        for k, (people, start, budget) in enumerate(cases):
+            humans, placements, pose, desc = _episode(lib, people, start)
+            assert client.load(SCENE, *start, humans=humans).success
+            feedback = []
+            status, res, _ = call(clients[AcquireObservation],
+                                  AcquireObservation.Goal(episode_id=f"e{k}", clip_frames=10, max_actions=budget,
+                                                          target_description=desc),
+                                  on_feedback=lambda f: feedback.append(f.feedback))
+            backend.load(load_scene(SCENE), pose, tuple(placements))
+            info = R.episode_info({"episode_id": f"e{k}", "humans": [{"role": "target", "description": desc}]
+                                   + ([{"role": "partner"}] if desc else []),
+                                   "start_position": [*start[:2], 0.0], "start_rotation": [1.0, 0.0, 0.0, 0.0]},
+                                  backend.navigable)
+            info = type(info).make(info.episode_id, info.occupancy, info.origin, info.resolution,
+                                   (pose.x, pose.y, pose.yaw), info.robot_radius, info.target_description)
+            off = run_active(R.OfflineWorld(backend), info, policy, 10, max_actions=budget)
+            ros_traj = [(p.x, p.y, p.theta) for p in res.trajectory]
+            assert ros_traj == [(x, y, th) for _, x, y, th in off.log.trajectory], f"case {k}"
+            assert res.outcome == off.outcome and res.planner_calls == off.log.planner_calls
+            assert res.handoff_step == (-1 if off.log.handoff_step is None else off.log.handoff_step)
+            assert math.isclose(res.path_length, off.log.path_length, abs_tol=1e-9)
+            assert len(feedback) == len(off.log.actions) and feedback[-1].actions_used == len(off.log.actions)
+            assert status == GoalStatus.STATUS_SUCCEEDED
+            if res.outcome == "handoff":
+                assert len(res.clip_stamps) == 10
+    finally:
+        policy.close()
+        backend.close()
+
+
+def test_stage_actions_search_handoff_follow(graph, library):
+    client, clients, _, _ = graph
+    lib, standing = _motions(library)
+    humans, _, _, _ = _episode(lib, [("target", standing[0], 4.0, 2.8, math.pi)], (1.5, 2.5, 0.0))
+    assert client.load(SCENE, 1.5, 2.5, 0.0, humans=humans).success
+    _, res, _ = call(clients[SearchPerson], SearchPerson.Goal(episode_id="s"))
+    assert res.outcome == "found" and 1.5 < res.person_distance < 3.5 and abs(res.person.x - 4.0) < 0.6
+    _, res, _ = call(clients[Handoff], Handoff.Goal())
+    assert res.outcome == "handoff" and res.handoff_step >= 1
+    _, res, _ = call(clients[FollowPerson], FollowPerson.Goal(clip_frames=6))
+    assert res.outcome == "handoff" and len(res.clip_stamps) == 6
+    stamps = [s.sec + s.nanosec * 1e-9 for s in res.clip_stamps]
+    assert np.allclose(np.diff(stamps), 0.25)  # one frame per lockstep action, 4 Hz
+
+
+def test_cancel_preemption_and_bad_goals_keep_the_node_serving(graph, library):
+    client, clients, _, logs = graph
+    lib, standing = _motions(library)
+    humans, _, _, _ = _episode(lib, [("target", standing[1], 8.5, 4.2, math.pi)], (1.5, 2.5, 1.57))
+    acquire = clients[AcquireObservation]
+    # bad goals: each ends aborted with the field named
+    assert client.load(SCENE, 1.5, 2.5, 1.57, humans=humans).success
+    status, res, _ = call(acquire, AcquireObservation.Goal(episode_id="bad", clip_frames=0))
+    assert status == GoalStatus.STATUS_ABORTED and "clip_frames" in res.message
+    status, res, _ = call(acquire, AcquireObservation.Goal(episode_id="bad", clip_frames=5, policy="nope"))
+    assert status == GoalStatus.STATUS_ABORTED and "policy" in res.message and "baseline" in res.message
+    # cancel mid-episode
+    fb = threading.Event()
+    done = threading.Event()
+    fut = acquire.send_goal_async(AcquireObservation.Goal(episode_id="c", clip_frames=5, max_actions=400),
+                                  feedback_callback=lambda f: f.feedback.actions_used >= 3 and fb.set())
+    fut.add_done_callback(lambda f: done.set())
+    assert done.wait(30) and fb.wait(120)
+    handle = fut.result()
+    handle.cancel_goal_async()
+    rdone = threading.Event()
+    rf = handle.get_result_async()
+    rf.add_done_callback(lambda f: rdone.set())
+    assert rdone.wait(60)
+    assert rf.result().status == GoalStatus.STATUS_CANCELED and rf.result().result.outcome == "cancelled"
+    assert rf.result().result.actions < 400
+    # preemption: a newer goal ends the running one
+    fb.clear()
+    done.clear()
+    fut = acquire.send_goal_async(AcquireObservation.Goal(episode_id="p1", clip_frames=5, max_actions=400),
+                                  feedback_callback=lambda f: f.feedback.actions_used >= 2 and fb.set())
+    fut.add_done_callback(lambda f: done.set())
+    assert done.wait(30) and fb.wait(120)
+    first = fut.result()
+    status, res, _ = call(acquire, AcquireObservation.Goal(episode_id="p2", clip_frames=5, max_actions=5))
+    assert status == GoalStatus.STATUS_SUCCEEDED and res.outcome == "budget_exhausted" and res.actions == 5
+    rdone.clear()
+    rf = first.get_result_async()
+    rf.add_done_callback(lambda f: rdone.set())
+    assert rdone.wait(60)
+    assert rf.result().status == GoalStatus.STATUS_ABORTED and "preempted" in rf.result().result.message
+    status, res, _ = call(clients[Handoff], Handoff.Goal())  # the preempting episode is over
+    assert status == GoalStatus.STATUS_ABORTED and "SearchPerson" in res.message
