@@ -23,6 +23,7 @@ from affectsim_nav.clips import Clip
 from affectsim_nav.executor import ActionExecutor, BudgetExhausted, ExecutionLog
 from affectsim_nav.planner import GridPlanner, follow_path
 from affectsim_nav.policy import Decision, Policy
+from affectsim_nav.timing import NULL, StageTimes
 from affectsim_ros.core.observation import EpisodeInfo
 
 OUTCOMES = ("handoff", "budget_exhausted", "policy_error", "cancelled", "aborted")
@@ -55,10 +56,10 @@ class ActiveEpisode:
     """Policy + executor + world for one episode; :meth:`run` advances it to a stage boundary."""
 
     def __init__(self, world, info: EpisodeInfo, policy: Policy, max_actions: int = 480, max_planner_calls: int = 80,
-                 mover: GoalMover | None = None) -> None:
-        self.world, self.policy, self.mover = world, policy, mover
+                 mover: GoalMover | None = None, times: StageTimes = NULL) -> None:
+        self.world, self.policy, self.mover, self.timer = world, policy, mover, times
         self.ex = ActionExecutor(world, max_actions, max_planner_calls)
-        self.planner = GridPlanner(info, self.ex.count_planner_call)
+        self.planner = GridPlanner(info, self.ex.count_planner_call, times=times)
         self.frames: list[np.ndarray] = []
         self.times: list[float] = []
         self.poses: list[np.ndarray] = []
@@ -100,7 +101,8 @@ class ActiveEpisode:
             if until == "clip" and self.log.handoff_step is not None and len(self.frames) >= n_clip:
                 return self._end("handoff")
             try:
-                decision = self.policy.act(self.obs)
+                with self.timer("policy"):
+                    decision = self.policy.act(self.obs)
                 if not isinstance(decision, Decision):
                     raise TypeError(f"act() returned {decision!r}; expected a Decision")
             except BudgetExhausted as exc:
@@ -152,8 +154,10 @@ class ActiveEpisode:
             self.moving = False  # the navigator finished: report it, then one primitive STOP
             self.policy.on_goal_result(bool(self.mover.finished()))
             decision = Decision(Action.STOP, stage="navigate")
-        action = self._resolve(decision)
-        self.ex.step(action)
+        with self.timer("policy"):
+            action = self._resolve(decision)
+        with self.timer("apply"):
+            self.ex.step(action)
         self.obs = self.world.observe(len(self.log.actions))
 
     def _resolve(self, decision: Decision) -> Action:
@@ -185,10 +189,10 @@ class ActiveEpisode:
 
 def run_active(world, info: EpisodeInfo, policy: Policy, n_clip: int, max_actions: int = 480,
                max_planner_calls: int = 80, cancelled: Callable[[], bool] = lambda: False,
-               mover: GoalMover | None = None) -> ActiveResult:
+               mover: GoalMover | None = None, times: StageTimes = NULL) -> ActiveResult:
     """Run ``policy`` from the world's current state until the clip of ``n_clip`` frames is collected
     after a stable handoff, the acquisition budget is spent, the policy fails, or ``cancelled()``."""
-    ep = ActiveEpisode(world, info, policy, max_actions, max_planner_calls, mover)
+    ep = ActiveEpisode(world, info, policy, max_actions, max_planner_calls, mover, times)
     if ep.outcome is None:
         ep.run("clip", n_clip, cancelled)
     return ep.result()

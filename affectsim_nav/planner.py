@@ -19,6 +19,7 @@ from scipy.sparse.csgraph import dijkstra
 
 from affectsim_bridge.backends.base import Action, TURN_RAD
 from affectsim_nav.executor import heading_to
+from affectsim_nav.timing import NULL, StageTimes
 from affectsim_ros.core.observation import EpisodeInfo
 
 PLAN_RES = 0.05  # m per planning cell (the map resolution: narrower gaps than 0.1 m cells would close)
@@ -27,7 +28,8 @@ PLAN_RES = 0.05  # m per planning cell (the map resolution: narrower gaps than 0
 class GridPlanner:
     """Traversability, distance fields and shortest paths on the occupancy map (``map`` frame, m)."""
 
-    def __init__(self, info: EpisodeInfo, count_call: Callable[[], None] = lambda: None, margin: float = 0.0) -> None:
+    def __init__(self, info: EpisodeInfo, count_call: Callable[[], None] = lambda: None, margin: float = 0.0,
+                 times: StageTimes = NULL) -> None:
         occ = info.occupancy
         free = occ == 0
         # clearance of each map cell centre to the nearest non-free cell, metres
@@ -42,6 +44,7 @@ class GridPlanner:
         self.traversable = sub >= info.robot_radius + margin
         self.free = free[off::stride, off::stride]
         self.count_call = count_call
+        self.times = times
         h, w = self.traversable.shape
         idx = np.arange(h * w).reshape(h, w)
         rows, cols, wts = [], [], []
@@ -96,7 +99,8 @@ class GridPlanner:
             return self._last
         self.count_call()
         s = start[0] * self.shape[1] + start[1]
-        dist, pred = dijkstra(self._graph, indices=s, return_predecessors=True)
+        with self.times("planning"):
+            dist, pred = dijkstra(self._graph, indices=s, return_predecessors=True)
         self._last = DistanceField(self, dist.reshape(self.shape), pred, start)
         return self._last
 

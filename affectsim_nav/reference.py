@@ -99,6 +99,19 @@ def _camera(base: np.ndarray, height: float, target: np.ndarray) -> np.ndarray:
     return m
 
 
+def view_quality(pts: np.ndarray, cam: np.ndarray, k: CameraIntrinsics,
+                 unoccluded: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> tuple[float, float]:
+    """Share of body points (P, 3; map) inside the image of camera ``cam`` (4x4 optical frame in map)
+    and not occluded by the scene, and share inside the central 90 % of the image."""
+    local = (pts - cam[:3, 3]) @ cam[:3, :3]
+    z = np.maximum(local[:, 2], 1e-6)
+    u, v = k.fx * local[:, 0] / z + k.cx, k.fy * local[:, 1] / z + k.cy
+    front = local[:, 2] > 0.2
+    in_img = front & (u >= 0) & (u < k.width) & (v >= 0) & (v < k.height)
+    central = front & (np.abs(u - k.cx) <= 0.45 * k.width) & (np.abs(v - k.cy) <= 0.45 * k.height)
+    return float((in_img & unoccluded(cam[:3, 3], pts)).mean()), float(central.mean())
+
+
 def _trajectory(centre: np.ndarray, yaw: np.ndarray, d: float, phi: float,
                 nav: NavigableSpace) -> tuple[np.ndarray, np.ndarray] | None:
     """Base positions (T, 2) keeping (d, phi) where navigable and reachable at :data:`MAX_STEP`, and
@@ -106,8 +119,10 @@ def _trajectory(centre: np.ndarray, yaw: np.ndarray, d: float, phi: float,
     ang = yaw + phi
     wanted = centre + d * np.stack([np.cos(ang), np.sin(ang)], 1)
     ok = nav.is_navigable(wanted)
-    placed: list[np.ndarray | None] = [w if k else _nearest_keeping(nav, c, a, d) for w, k, c, a in
-                                       zip(wanted, ok, centre, ang)]
+    placed: list[np.ndarray | None] = list(wanted)
+    miss = np.nonzero(~ok)[0]
+    for t, p in zip(miss, _nearest_keeping(nav, centre[miss], ang[miss], d)):
+        placed[t] = p
     valid = [t for t, p in enumerate(placed) if p is not None]
     if not valid:
         return None
@@ -133,18 +148,11 @@ def _score(track: BodyTrack, facing: np.ndarray, base: np.ndarray, clamped: np.n
     total = 0.0
     for n, t in enumerate(np.nonzero(sel)[0]):
         pts = track.points[t]
-        cam = _camera(base[t], height, pts.mean(0))
-        local = (pts - cam[:3, 3]) @ cam[:3, :3]
-        z = np.maximum(local[:, 2], 1e-6)
-        u, v = k.fx * local[:, 0] / z + k.cx, k.fy * local[:, 1] / z + k.cy
-        front = local[:, 2] > 0.2
-        in_img = front & (u >= 0) & (u < k.width) & (v >= 0) & (v < k.height)
-        central = front & (np.abs(u - k.cx) <= 0.45 * k.width) & (np.abs(v - k.cy) <= 0.45 * k.height)
-        vis = in_img & unoccluded(cam[:3, 3], pts)
+        vis, central = view_quality(pts, _camera(base[t], height, pts.mean(0)), k, unoccluded)
         rel = base[t] - track.root[t]
         align = (1 + math.cos(math.atan2(rel[1], rel[0]) - facing[t])) / 2
-        total += (WEIGHTS["visible"] * vis.mean() + WEIGHTS["alignment"] * align
-                  + WEIGHTS["distance"] * math.exp(-((d - 2.5) / 1.0) ** 2) + WEIGHTS["framing"] * central.mean()
+        total += (WEIGHTS["visible"] * vis + WEIGHTS["alignment"] * align
+                  + WEIGHTS["distance"] * math.exp(-((d - 2.5) / 1.0) ** 2) + WEIGHTS["framing"] * central
                   + WEIGHTS["clearance"] * clear[n])
     return total / sel.sum() * (1 + (~clamped).mean()) / 2
 
@@ -175,11 +183,16 @@ def plan_reference(track: BodyTrack, nav: NavigableSpace, unoccluded: Callable[[
     return ReferencePlan(mode, d, phi, float(score), base, poses, clamped, centre, yaw)
 
 
-def _nearest_keeping(nav: NavigableSpace, centre: np.ndarray, ang: float, d: float) -> np.ndarray | None:
-    """The navigable point closest to the wanted relative configuration (direction ``ang`` from the
-    centre at ``d``): the same direction at shorter or longer distances first, then neighbouring ones."""
-    cands = [(dd, da) for dd in (d - 0.3, d + 0.3, d - 0.6, d + 0.6, d - 0.9) for da in (0.0, 0.2, -0.2, 0.4, -0.4)
-             if dd >= 1.0]
-    pts = np.array([centre + dd * np.array([math.cos(ang + da), math.sin(ang + da)]) for dd, da in cands])
-    ok = np.nonzero(nav.is_navigable(pts))[0]
-    return pts[ok[0]] if len(ok) else None
+def _nearest_keeping(nav: NavigableSpace, centre: np.ndarray, ang: np.ndarray, d: float) -> list[np.ndarray | None]:
+    """For each frame (centre (N, 2), direction ``ang`` (N,)), the navigable point closest to the wanted
+    relative configuration: the same direction at shorter or longer distances first, then neighbouring
+    directions; None where there is none (one batched navigability query)."""
+    offsets = [(dd, da) for dd in (d - 0.3, d + 0.3, d - 0.6, d + 0.6, d - 0.9) for da in (0.0, 0.2, -0.2, 0.4, -0.4)
+               if dd >= 1.0]
+    if len(centre) == 0:
+        return []
+    dd = np.array([o[0] for o in offsets])
+    a = ang[:, None] + np.array([o[1] for o in offsets])[None]
+    pts = centre[:, None, :] + dd[None, :, None] * np.stack([np.cos(a), np.sin(a)], -1)
+    ok = nav.is_navigable(pts.reshape(-1, 2)).reshape(len(centre), len(offsets))
+    return [pts[n, int(np.argmax(ok[n]))] if ok[n].any() else None for n in range(len(centre))]

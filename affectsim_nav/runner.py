@@ -8,14 +8,18 @@ track, P-Mon's camera) stays here and never reaches a policy.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from affectsim_bridge.backends.base import Action, HumanPlacement, MoveResult, SimulatorBackend
 from affectsim_bridge.humans.skeleton import forward_kinematics
 from affectsim_bridge.renderer import mujoco
-from affectsim_nav.clips import Clip, clip_steps
-from affectsim_nav.reference import BodyTrack, ReferencePlan, plan_reference
+from affectsim_nav.active import ActiveResult, run_active
+from affectsim_nav.clips import SETTINGS, Clip, clip_steps, sample_indices
+from affectsim_nav.policy import Policy
+from affectsim_nav.reference import BodyTrack, ReferencePlan, plan_reference, view_quality
+from affectsim_nav.timing import NULL, StageTimes
 from affectsim_ros.core.geometry import Pose2D, Transform, look_at_rotation, yaw_from_quat
 from affectsim_ros.core.observation import EpisodeInfo, Observation
 
@@ -30,14 +34,16 @@ def observation_from(rgb, depth, k, camera: Transform, pose: Pose2D, stamp: floa
 class OfflineWorld:
     """The in-process simulator as a :class:`World` (lockstep)."""
 
-    def __init__(self, backend: SimulatorBackend) -> None:
+    def __init__(self, backend: SimulatorBackend, times: StageTimes = NULL) -> None:
         self.backend = backend
+        self.times = times
 
     def apply(self, action: Action) -> MoveResult:
         return self.backend.apply_action(action)
 
     def observe(self, step: int) -> Observation:
-        f = self.backend.render_head_camera()
+        with self.times("render"):
+            f = self.backend.render_head_camera()
         b = self.backend
         return observation_from(f.rgb, f.depth, f.intrinsics, f.pose, b.pose, b.sim_time, step)
 
@@ -99,31 +105,35 @@ def p_mon_clip(backend, start: Pose2D, room_id: str, times: np.ndarray) -> Clip:
     return Clip("p_mon", np.asarray(times), frames, np.repeat(_mat(cam)[None], len(times), 0))
 
 
-def p_ref_clip(backend, people: list[HumanPlacement], start: Pose2D, times: np.ndarray) -> tuple[Clip, ReferencePlan]:
-    """The reference observer's trajectory, rendered from the robot's own head camera: at each frame
-    the base stands at the planned point facing the body, the head tilts to centre it."""
+def p_ref_clip(backend, people: list[HumanPlacement], start: Pose2D, times: np.ndarray,
+               render: np.ndarray | None = None) -> tuple[Clip, ReferencePlan]:
+    """The reference observer's trajectory, planned over all clip ``times`` and rendered (at the
+    indices ``render``, default all) from the robot's own head camera: the base stands at the planned
+    point facing the body, the head tilts to centre it."""
     head = backend.link_transforms()["head_camera_rgb_optical_frame"].translation
     track = body_track(people, times)
     plan = plan_reference(track, backend.navigable, RayCaster(backend), float(head[2]), backend.head_intrinsics)
+    idx = np.arange(len(times)) if render is None else np.asarray(render)
     frames, poses = [], []
     tilt0 = backend.robot.head_tilt
     try:
-        for n, t in enumerate(times):
+        for n in idx:
             centre = track.points[n].mean(0)
             base = plan.base[n]
             yaw = math.atan2(centre[1] - base[1], centre[0] - base[0])
             horiz = max(0.3, float(np.hypot(*(centre[:2] - base))))
             backend.set_head(tilt=math.atan2(float(head[2]) - float(centre[2]), horiz))
             backend.set_pose(Pose2D(float(base[0]), float(base[1]), yaw))
-            backend.set_time(float(t))
+            backend.set_time(float(times[n]))
             f = backend.render_head_camera()
             frames.append(f.rgb)
             poses.append(_mat(f.pose))
     finally:
         backend.set_head(tilt=tilt0)
         backend.set_pose(start)
-    return Clip("p_ref", np.asarray(times), frames, np.stack(poses), meta={"distance": plan.distance,
-                                                                           "angle": plan.angle}), plan
+    clip = Clip("p_ref", np.asarray(times)[idx], frames, np.stack(poses),
+                meta={"frame": plan.frame, "distance": plan.distance, "angle": plan.angle})
+    return clip, plan
 
 
 def _mat(t: Transform) -> np.ndarray:
@@ -155,3 +165,58 @@ def episode_info(ep: dict, nav, resolution: float = 0.05) -> EpisodeInfo:
     desc = next(h["description"] for h in ep["humans"] if h["role"] == "target") if len(ep["humans"]) > 1 else None
     return EpisodeInfo.make(ep["episode_id"], grid, origin, resolution, (start.x, start.y, start.yaw),
                             nav.radius, desc)
+
+
+@dataclass
+class EpisodeObservations:
+    """Every setting's clip of one episode (frames sampled identically: ``Clip.sampled()`` gives the
+    same 8 clip-relative instants everywhere). ``clips["a_obs"]`` is the paired P-Init clip marked
+    ``fallback`` when the policy made no stable handoff; ``visible`` is the mean visible-body
+    fraction of the target over each clip's 8 sampled frames (ground truth, for evaluation only)."""
+
+    clips: dict[str, Clip]
+    active: ActiveResult | None
+    reference: ReferencePlan | None
+    visible: dict[str, float]
+
+
+def observe_episode(ep: dict, backend: SimulatorBackend, scene, load_motion, policy: Policy | None,
+                    settings: tuple[str, ...] = SETTINGS, max_actions: int = 480, max_planner_calls: int = 80,
+                    full_rate: bool = False, times: StageTimes = NULL) -> EpisodeObservations:
+    """Render the passive settings and run the active one for an episode. Passive clips hold the 8
+    sampled frames (all full-rate frames with ``full_rate``); A-Obs keeps every frame it acted on."""
+    unknown = set(settings) - set(SETTINGS)
+    if unknown:
+        raise ValueError(f"settings={sorted(unknown)} are invalid; expected a subset of {SETTINGS}")
+    people = placements(ep, load_motion)
+    start = start_pose(ep)
+    target = next(p for p in people if p.is_target)
+    full = clip_times(target.motion.duration)
+    render = np.arange(len(full)) if full_rate else sample_indices(len(full))
+    backend.load(scene, start, tuple(people))
+    clips: dict[str, Clip] = {}
+    plan = None
+    with times("passive"):
+        if "p_init" in settings or "a_obs" in settings:
+            clips["p_init"] = p_init_clip(backend, start, full[render])
+        if "p_ref" in settings:
+            clips["p_ref"], plan = p_ref_clip(backend, people, start, full, render)
+        if "p_mon" in settings:
+            room = ep.get("monitor_room") or scene.room_at((target.x, target.y)).id
+            clips["p_mon"] = p_mon_clip(backend, start, room, full[render])
+    active = None
+    if "a_obs" in settings:
+        backend.load(scene, start, tuple(people))  # time and pose back to the episode start
+        active = run_active(OfflineWorld(backend, times), episode_info(ep, backend.navigable), policy,
+                            len(full), max_actions, max_planner_calls, times=times)
+        p = clips["p_init"]
+        clips["a_obs"] = active.clip if active.clip is not None else Clip("a_obs", p.times, p.frames, p.camera_poses,
+                                                                          fallback=True)
+    rays = RayCaster(backend)
+    visible = {}
+    for name, clip in clips.items():
+        idx = sample_indices(len(clip.frames))
+        track = body_track(people, clip.times[idx])
+        visible[name] = float(np.mean([view_quality(track.points[n], clip.camera_poses[i], backend.head_intrinsics,
+                                                    rays)[0] for n, i in enumerate(idx)]))
+    return EpisodeObservations(clips, active, plan, visible)

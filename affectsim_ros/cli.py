@@ -3,6 +3,7 @@
   affectsim launch bench [name:=value ...] [--domain-id N]   run the graph (pip-only ``ros2 launch``)
   affectsim tour [--out DIR]                                 scripted world tour over ROS + contact sheet
   affectsim bench sim [--out FILE]                           simulator benchmark (ratios in one run)
+  affectsim bench nav [--episodes 100] [--out FILE]          observation settings and the A-Obs baseline
   affectsim scenes list                                      built-in scenes
 """
 
@@ -14,7 +15,7 @@ import math
 import sys
 from pathlib import Path
 
-from affectsim_ros.core.errors import AffectSimError
+from affectsim_ros.core.errors import AffectSimError, InvalidInput
 
 
 def _launch(ns: argparse.Namespace) -> int:
@@ -77,7 +78,15 @@ def _bench(ns: argparse.Namespace) -> int:
 
         res = bench_sim.run(Path(ns.out) if ns.out else None, ns.frames, ns.steps, ns.free_run_seconds)
         return 0 if res else 1
-    raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim")
+    if ns.what == "nav":
+        from affectsim_ros import bench_nav
+
+        for name in ("episodes", "workers"):
+            if getattr(ns, name) < 1:
+                raise InvalidInput(f"--{name}", getattr(ns, name), "a positive integer")
+        bench_nav.run(Path(ns.out) if ns.out else None, ns.episodes, ns.workers, ns.split)
+        return 0
+    raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav")
 
 
 def _scenes(ns: argparse.Namespace) -> int:
@@ -219,8 +228,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="motion library for the people in the scene (static people if not built)")
     to.set_defaults(fn=_tour)
     be = sub.add_parser("bench", help="benchmarks that print measured ratios")
-    be.add_argument("what", choices=["sim"])
+    be.add_argument("what", choices=["sim", "nav"])
     be.add_argument("--out", default=None, help="write results as JSON")
+    be.add_argument("--episodes", type=int, default=100, help="nav: stratified test episodes")
+    be.add_argument("--workers", type=int, default=2, help="nav: worker processes")
+    be.add_argument("--split", choices=["train", "val", "test"], default="test", help="nav: dataset split")
     be.add_argument("--frames", type=int, default=60)
     be.add_argument("--steps", type=int, default=100)
     be.add_argument("--free-run-seconds", type=float, default=10.0)

@@ -21,6 +21,7 @@ from affectsim_nav.planner import GridPlanner
 from affectsim_nav.policy import POLICIES, Decision, Policy
 from affectsim_nav.reference import MAX_STEP, BodyTrack, frame_yaw, plan_reference, smooth_frame
 from affectsim_ros.core.geometry import Pose2D
+from affectsim_ros.dataset.composer import describe
 from affectsim_ros.core.observation import EpisodeInfo, Observation
 
 import affectsim_nav.baseline  # noqa: F401  (registers "baseline")
@@ -236,3 +237,23 @@ def test_baseline_hands_off_and_follows_a_visible_person(backend, scene, perform
     assert res.outcome == "handoff", res.message
     assert res.log.handoff_step <= 6 and len(res.clip.frames) == n
     assert res.stages[res.log.handoff_step:].count("follow") == len(res.stages) - res.log.handoff_step
+
+
+def test_observe_episode_samples_every_setting_alike_and_falls_back(backend, scene, performer):
+    m = generate("s", "standing", "fearful", performer, 1, scenario="gestures")
+    ep = {"episode_id": "t", "scene_id": "test_apartment", "monitor_room": "living",
+          "start_position": [1.5, 2.5, 0.0], "start_rotation": [1.0, 0.0, 0.0, 0.0],
+          "humans": [{"role": "target", "motion_id": "s", "x": 3.5, "y": 2.5, "yaw": 0.0, "phase": 0.4,
+                      "description": describe(m)}]}
+    obs = R.observe_episode(ep, backend, scene, lambda mid: m, _Spin(), max_actions=10)
+    n = clip_steps(m.duration)
+    expected = (np.arange(n) * 0.25)[sample_indices(n)]
+    for name in ("p_init", "p_ref", "p_mon"):
+        assert np.allclose(obs.clips[name].times, expected) and obs.clips[name].sampled().shape == (8, 224, 224, 3)
+    assert obs.active.outcome == "budget_exhausted" and obs.clips["a_obs"].fallback
+    assert obs.clips["a_obs"].frames is obs.clips["p_init"].frames  # the paired P-Init clip
+    assert obs.visible["p_ref"] > obs.visible["p_init"] - 1e-9 and 0 <= obs.visible["p_mon"] <= 1
+    full = R.observe_episode(ep, backend, scene, lambda mid: m, POLICIES.create("stay"), full_rate=True)
+    assert len(full.clips["p_init"].frames) == n and np.allclose(full.clips["p_init"].times[sample_indices(n)], expected)
+    assert len(full.clips["a_obs"].frames) == n and not full.clips["a_obs"].fallback
+    assert np.array_equal(full.clips["a_obs"].sampled(), full.clips["p_init"].sampled())  # stay = P-Init's view
