@@ -28,6 +28,7 @@ from affectsim_ros.core.observation import EpisodeInfo
 
 OUTCOMES = ("handoff", "budget_exhausted", "policy_error", "cancelled", "aborted")
 UNTIL = ("sighting", "handoff", "clip")
+STUCK_M = 0.05  # m: a FORWARD that moved less made no progress
 
 
 class GoalMover(Protocol):
@@ -66,6 +67,7 @@ class ActiveEpisode:
         self.stages: list[str] = []
         self.path: list[np.ndarray] | None = None
         self.moving = False  # a GoalMover goal is active
+        self._stuck = 0  # consecutive blocked FORWARD moves of the built-in follower
         self.outcome: str | None = None
         self.message = ""
         self.last: Decision | None = None
@@ -157,7 +159,12 @@ class ActiveEpisode:
         with self.timer("policy"):
             action = self._resolve(decision)
         with self.timer("apply"):
-            self.ex.step(action)
+            res = self.ex.step(action)
+        if self.path and action == Action.FORWARD:  # an obstacle the map does not show (a person): give up
+            self._stuck = self._stuck + 1 if res.distance_m < STUCK_M else 0  # the goal after two blocked moves
+            if self._stuck >= 2:
+                self.path, self._stuck = None, 0
+                self.policy.on_goal_result(False)
         self.obs = self.world.observe(len(self.log.actions))
 
     def _resolve(self, decision: Decision) -> Action:

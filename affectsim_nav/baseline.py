@@ -45,6 +45,7 @@ FOLLOW_MAX = 3.2  # m
 CLOTHING_MAX = 0.6  # clothing_distance above which a person is not the described target
 MIN_FRONTIER = 6  # cells
 LOST_STEPS = 12  # a person lost from view this recently is looked for where they were seen
+PERSON_CLEARANCE = 0.6  # m between a seen person and the robot centre when planning around them
 
 
 @POLICIES.register("baseline")
@@ -68,6 +69,7 @@ class FrontierSearchPolicy(Policy):
         self.failed_goals: list[tuple[int, int]] = []
         self.goal_person: tuple[float, float] = (math.inf, math.inf)
         self.last_seen: tuple[tuple[float, float], int] | None = None
+        self._last_forward: tuple[float, float] | None = None  # where the last follow FORWARD started
 
     def close(self) -> None:
         self.detector.close()
@@ -129,12 +131,15 @@ class FrontierSearchPolicy(Policy):
             if abs(target.bearing) > CENTRE_TOL:
                 return Decision(self._centre(target, hfov), stage="handoff", sighting=_sighting(target))
             goal = self._approach(obs, target.xy)  # seen but too far or too occluded: get a better view
-            if goal is None:
-                return Decision(Action.FORWARD, stage="handoff", sighting=_sighting(target))
+            if goal is None:  # no reachable viewpoint around them from here: keep exploring
+                return self._search(obs)
             self.goal, self.goal_person = goal, target.xy
             return Decision(goal=goal, stage="handoff", sighting=_sighting(target))
         if self.goal is None and self.last_seen is not None and obs.step - self.last_seen[1] <= LOST_STEPS:
-            goal = self._approach(obs, self.last_seen[0])  # lost from view: go where it was seen
+            err = heading_to(obs.pose, self.last_seen[0])  # lost from view: look where it was seen,
+            if abs(err) > CENTRE_TOL:  # then go to a viewpoint of that place
+                return Decision(Action.TURN_LEFT if err > 0 else Action.TURN_RIGHT, stage="handoff")
+            goal = self._approach(obs, self.last_seen[0])
             self.last_seen = None
             if goal is not None:
                 self.goal, self.goal_person = goal, goal[:2]
@@ -142,13 +147,16 @@ class FrontierSearchPolicy(Policy):
         return self._search(obs)
 
     def _approach(self, obs: Observation, person: tuple[float, float]) -> tuple[float, float, float] | None:
-        """The reachable viewpoint 1.5-3 m from ``person`` with the shortest path (one planner call)."""
-        field = self.planner.plan_from(obs.pose[:2])
+        """The reachable viewpoint 1.5-3 m from ``person`` with the shortest path (one planner call) that
+        keeps clear of the person (who is not on the map)."""
+        field = self.planner.plan_from(obs.pose[:2], avoid=((person[0], person[1], PERSON_CLEARANCE),))
         if field is None:
             return None
         gx, gy = self.planner.centres()
         d = np.hypot(gx - person[0], gy - person[1])
         cost = np.where((d >= 1.5) & (d <= 3.0) & self.planner.traversable, field.dist, np.inf)
+        for i, j in self.failed_goals:  # viewpoints that could not be reached (blocked by the person, ...)
+            cost[max(0, i - 3):i + 4, max(0, j - 3):j + 4] = np.inf
         k = int(np.argmin(cost))
         if not np.isfinite(cost.flat[k]):
             return None
@@ -167,10 +175,13 @@ class FrontierSearchPolicy(Policy):
         assert self.track is not None
         err = heading_to(obs.pose, self.track)
         dist = math.dist(obs.pose[:2], self.track)
+        blocked = self._last_forward is not None and math.dist(self._last_forward, obs.pose[:2]) < 0.05
+        self._last_forward = None
         if abs(err) > CENTRE_TOL:
             action = Action.TURN_LEFT if err > 0 else Action.TURN_RIGHT
-        elif dist > FOLLOW_MAX:
+        elif dist > FOLLOW_MAX and not blocked:  # no second push against whatever stopped the last move
             action = Action.FORWARD
+            self._last_forward = obs.pose[:2]
         else:
             action = Action.STOP
         return Decision(action, stage="follow", sighting=_sighting(target) if target else None)
@@ -190,7 +201,12 @@ class FrontierSearchPolicy(Policy):
                 self.look_dir = self._unseen_side(obs)
             return Decision(Action.TURN_LEFT if self.look_dir > 0 else Action.TURN_RIGHT, stage="search")
         goal = self._next_viewpoint(obs)
-        if goal is None:  # nothing left to explore: keep scanning in place
+        if goal is None:  # everything seen (or unreachable): people move, so explore again from scratch
+            self.seen[:] = False
+            self.failed_goals.clear()
+            self._update_seen(obs)
+            goal = self._next_viewpoint(obs)
+        if goal is None:
             return Decision(Action.TURN_LEFT, stage="search")
         self.goal = goal
         return Decision(goal=goal, stage="search")

@@ -85,11 +85,12 @@ class NavNode(Node):
 
     def _execute(self, typ, run):
         def execute(handle):
-            self._idle.wait(float(self.p["timeout_s"]))  # the preempted goal finishes its step first
+            idle = self._idle.wait(float(self.p["timeout_s"]))  # the preempted goal finishes its step first
             with self._lock:
-                if self._active is not handle:
+                if self._active is not handle or not idle:
                     handle.abort()
-                    return self._result(typ, "aborted", "preempted by a newer goal before it started")
+                    why = "preempted by a newer goal" if idle else "the previous goal did not stop within timeout_s"
+                    return self._result(typ, "aborted", f"{why} before it started")
                 self._idle.clear()
             try:
                 outcome, message, fields = run(handle)

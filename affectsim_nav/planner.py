@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 from scipy import ndimage
-from scipy.sparse import csr_matrix
+from scipy.sparse import csr_matrix, diags
 from scipy.sparse.csgraph import dijkstra
 
 from affectsim_bridge.backends.base import Action, TURN_RAD
@@ -86,22 +86,34 @@ class GridPlanner:
         return int(ii[k]), int(jj[k])
 
     # ------------------------------------------------------------------ planning
-    def plan_from(self, xy) -> "DistanceField | None":
-        """One global planner call: path distances (m) from ``xy`` to every cell (inf if unreachable).
+    def plan_from(self, xy, avoid: tuple[tuple[float, float, float], ...] = ()) -> "DistanceField | None":
+        """One global planner call: path distances (m) from ``xy`` to every cell (inf if unreachable),
+        keeping out of the discs ``avoid`` ((x, y, radius) m: obstacles seen but not on the map, such
+        as a person).
 
-        Asking again from the same start cell returns the same plan without counting a new call
-        (choosing a goal and then following the path to it is one planning query)."""
+        Asking again from the same start cell without ``avoid`` returns the latest plan from there
+        without counting a new call (choosing a goal and following the path to it is one query)."""
         start = self.nearest_traversable(xy)
         if start is None:
             self.count_call()
             return None
-        if self._last is not None and self._last.start == start:
-            return self._last
+        last = self._last
+        if last is not None and last.start == start and (not avoid or last.avoid == tuple(avoid)):
+            return last
         self.count_call()
         s = start[0] * self.shape[1] + start[1]
+        graph = self._graph
+        if avoid:
+            gx, gy = self.centres()
+            keep = np.ones(self.shape, bool)
+            for x, y, r in avoid:
+                keep &= np.hypot(gx - x, gy - y) > r
+            keep[start] = True
+            mask = diags(keep.ravel().astype(float))
+            graph = (mask @ graph @ mask).tocsr()
         with self.times("planning"):
-            dist, pred = dijkstra(self._graph, indices=s, return_predecessors=True)
-        self._last = DistanceField(self, dist.reshape(self.shape), pred, start)
+            dist, pred = dijkstra(graph, indices=s, return_predecessors=True)
+        self._last = DistanceField(self, dist.reshape(self.shape), pred, start, tuple(avoid))
         return self._last
 
     def line_free(self, a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -114,8 +126,9 @@ class GridPlanner:
 class DistanceField:
     """Result of one planner call: distances from a start cell and shortest paths to any goal."""
 
-    def __init__(self, planner: GridPlanner, dist: np.ndarray, pred: np.ndarray, start: tuple[int, int]) -> None:
-        self.planner, self.dist, self._pred, self.start = planner, dist, pred, start
+    def __init__(self, planner: GridPlanner, dist: np.ndarray, pred: np.ndarray, start: tuple[int, int],
+                 avoid: tuple = ()) -> None:
+        self.planner, self.dist, self._pred, self.start, self.avoid = planner, dist, pred, start, avoid
 
     def path_to(self, goal: tuple[int, int]) -> list[np.ndarray]:
         """Waypoints (m, map) from the start to ``goal`` (cell), corners only; [] if unreachable."""

@@ -42,11 +42,6 @@ def quat_from_yaw(yaw: float) -> list[float]:
     return [math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]
 
 
-def yaw_from_quat(q: list[float]) -> float:
-    w, x, y, z = q
-    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
-
-
 def check_episode(ep: dict, where: str) -> None:
     """Schema check of one episode dict; raises :class:`InvalidInput` naming episode and field."""
     eid = ep.get("episode_id", "<no id>") if isinstance(ep, dict) else "<not a mapping>"

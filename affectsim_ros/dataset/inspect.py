@@ -23,10 +23,10 @@ from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
 from affectsim_bridge.humans.library import Library
 from affectsim_bridge.scene import load_scene
 from affectsim_bridge.scene_generator import SCENES_DIR
+from affectsim_nav.runner import placements, start_pose
 from affectsim_ros.core.errors import InvalidInput
-from affectsim_ros.core.geometry import Pose2D
 from affectsim_ros.dataset.composer import SceneContext, realised
-from affectsim_ros.dataset.episodes import DATASET_DIR, SPLITS, load_split, yaw_from_quat
+from affectsim_ros.dataset.episodes import DATASET_DIR, SPLITS, load_split
 
 _W: dict = {}
 
@@ -38,20 +38,20 @@ def _init(motions: str, scenes_dir: str = str(SCENES_DIR)) -> None:
 
 
 def _placements(ep: dict) -> list[HumanPlacement]:
-    out = []
-    for h in ep["humans"]:
-        cache = _W["cache"]
-        if h["motion_id"] not in cache:
-            cache[h["motion_id"]] = _W["lib"].load(h["motion_id"])
-        out.append(HumanPlacement(h["role"], h["x"], h["y"], h["yaw"], is_target=h["role"] == "target",
-                                  motion=cache[h["motion_id"]], phase=h["phase"]))
-    return out
+    cache = _W["cache"]
+
+    def load(mid: str):
+        if mid not in cache:
+            cache[mid] = _W["lib"].load(mid)
+        return cache[mid]
+
+    return placements(ep, load)
 
 
 def check_episode_in_scene(ctx: SceneContext, ep: dict) -> list[str]:
     """Problems of one episode in its scene (empty: valid)."""
     problems = []
-    robot = Pose2D(ep["start_position"][0], ep["start_position"][1], yaw_from_quat(ep["start_rotation"]))
+    robot = start_pose(ep)
     if not ctx.nav.is_navigable(np.array([robot.x, robot.y]))[0]:
         problems.append("start_not_navigable")
     people = _placements(ep)
@@ -229,7 +229,7 @@ def show_episode(ep: dict, out: Path, motions: Path = MOTIONS_DIR, scenes_dir: P
     scene = load_scene(ep["scene_id"], scenes_dir)
     ctx = SceneContext(scene)
     people = _placements(ep)
-    robot = Pose2D(ep["start_position"][0], ep["start_position"][1], yaw_from_quat(ep["start_rotation"]))
+    robot = start_pose(ep)
     b = ctx.backend
     b.load(scene, robot, tuple(people))
     head = b.render_head_camera().rgb
