@@ -1,4 +1,5 @@
-"""Frozen BlazePose (``mediapipe==0.10.14``): person detection and 33 landmarks, offline.
+"""Frozen person models from ``mediapipe==0.10.14``, offline: BlazePose (detection, box and 33
+landmarks with visibility) and person segmentation (a mask).
 
 Only the ``full`` landmark model ships inside the wheel (``lite`` and ``heavy`` would be
 downloaded at run time, which this project never does), so model complexity is fixed
@@ -55,3 +56,35 @@ class BlazePose:
 
     def close(self) -> None:
         self._pose.close()
+
+
+class PersonSegmenter:
+    """Person segmentation (mediapipe's bundled selfie-segmentation model, general variant)."""
+
+    def __init__(self) -> None:
+        try:
+            import mediapipe as mp
+        except ImportError as exc:
+            raise MissingDependency("PersonSegmenter", "mediapipe==0.10.14", "run `make setup`") from exc
+        self._seg = mp.solutions.selfie_segmentation.SelfieSegmentation(model_selection=0)
+
+    def segment(self, rgb: np.ndarray) -> np.ndarray:
+        """(H, W) float32 person probability in [0, 1] for an (H, W, 3) uint8 RGB frame."""
+        if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
+            raise ValueError(f"image shape/dtype {rgb.shape}/{rgb.dtype} is invalid; expected (H, W, 3) uint8 RGB")
+        return np.asarray(self._seg.process(np.ascontiguousarray(rgb)).segmentation_mask, np.float32)
+
+    def close(self) -> None:
+        self._seg.close()
+
+
+def clip_keypoints(detector: BlazePose, frames: np.ndarray) -> np.ndarray:
+    """(N, 33, 3) keypoints of N frames: x, y normalised to [0, 1] of the frame, visibility; zeros
+    where nobody was found."""
+    out = np.zeros((len(frames), 33, 3), np.float32)
+    for i, f in enumerate(frames):
+        det = detector.detect(f)
+        if det is not None:
+            out[i, :, :2] = det.keypoints / [f.shape[1], f.shape[0]]
+            out[i, :, 2] = det.visibility
+    return out

@@ -4,6 +4,7 @@
   affectsim tour [--out DIR]                                 scripted world tour over ROS + contact sheet
   affectsim bench sim [--out FILE]                           simulator benchmark (ratios in one run)
   affectsim bench nav [--episodes 100] [--out FILE]          observation settings and the A-Obs baseline
+  affectsim train pose-temporal|majority [--seed 0]          train a recognizer (train split; select on val)
   affectsim scenes list                                      built-in scenes
 """
 
@@ -175,6 +176,17 @@ def _motions(ns: argparse.Namespace) -> int:
     raise AffectSimError(f"motions {ns.what!r} is unknown")
 
 
+def _train(ns: argparse.Namespace) -> int:
+    from affectsim_perception.train import train
+
+    sizes = {"train": ns.train_episodes, "val": ns.val_episodes, "test": ns.test_episodes}
+    for split, n in sizes.items():
+        if n < 20:
+            raise InvalidInput(f"--{split}-episodes", n, "at least 20 episodes")
+    train(ns.recognizer, ns.seed, subset=sizes)
+    return 0
+
+
 def _dataset(ns: argparse.Namespace) -> int:
     from affectsim_ros.dataset import build as dbuild
 
@@ -264,6 +276,13 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("--seed", type=int, default=0)
     ds.add_argument("--scale", type=float, default=1.0, help="fraction of the paper's episode counts (1.0: 27,647)")
     ds.set_defaults(fn=_dataset)
+    tr = sub.add_parser("train", help="train a recognizer on the train split (select on val) and write its checkpoint")
+    tr.add_argument("recognizer", choices=["pose-temporal", "majority"])
+    tr.add_argument("--seed", type=int, default=0)
+    for split, n in (("train", 3000), ("val", 500), ("test", 600)):
+        tr.add_argument(f"--{split}-episodes", type=int, default=n,
+                        help=f"{split} episodes rendered (two views each){'; test: report only' if split == 'test' else ''}")
+    tr.set_defaults(fn=_train)
     sc = sub.add_parser("scenes", help="scene utilities")
     sc.add_argument("what", choices=["list", "build", "preview", "check"])
     sc.add_argument("ids", nargs="*", help="preview/check: scene ids (default: first three / built-ins)")

@@ -1,0 +1,132 @@
+"""Recognizer API: a clip in, probabilities over the five emotions and a label out.
+
+Every recognizer receives the same input in every observation setting (PROTOCOL.md section 7):
+8 RGB frames resized to 224x224 (optionally registered depth and frame times). Weights are
+loaded read-only from a checkpoint whose SHA-256 is verified against its manifest; nothing here
+trains.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from affectsim_ros.core.errors import InvalidInput
+from affectsim_ros.core.registry import Registry
+
+EMOTIONS = ("angry", "fearful", "happy", "neutral", "sad")
+CLIP_FRAMES = 8
+CLIP_SIZE = 224
+OUTCOMES = ("ok", "unparseable", "error")
+CHECKPOINT_DIR = Path(__file__).resolve().parents[1] / "checkpoints"
+
+
+@dataclass(frozen=True)
+class ClipInput:
+    """``frames`` (8, 224, 224, 3) uint8 RGB; ``depth`` (8, 224, 224) float32 metres or None;
+    ``times`` (8,) sim seconds or None."""
+
+    frames: np.ndarray
+    depth: np.ndarray | None = None
+    times: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        f = self.frames
+        want = (CLIP_FRAMES, CLIP_SIZE, CLIP_SIZE, 3)
+        if not isinstance(f, np.ndarray) or f.shape != want or f.dtype != np.uint8:
+            got = (getattr(f, "shape", None), str(getattr(f, "dtype", type(f).__name__)))
+            raise InvalidInput("clip.frames", got, f"an array of shape {want} and dtype uint8")
+        if self.depth is not None and (self.depth.shape != want[:3] or self.depth.dtype != np.float32):
+            raise InvalidInput("clip.depth", (self.depth.shape, str(self.depth.dtype)), f"None or {want[:3]} float32")
+        if self.times is not None and np.shape(self.times) != (CLIP_FRAMES,):
+            raise InvalidInput("clip.times", np.shape(self.times), f"None or ({CLIP_FRAMES},) seconds")
+
+    def digest(self) -> str:
+        """SHA-256 of the frames (cache key)."""
+        return hashlib.sha256(np.ascontiguousarray(self.frames).tobytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """``probs`` (5,) over :data:`EMOTIONS` summing to 1; ``label`` the predicted emotion (None unless
+    ``outcome`` is "ok"); ``outcome`` "ok", "unparseable" (an answer without a label) or "error"."""
+
+    probs: np.ndarray
+    label: str | None
+    outcome: str = "ok"
+    detail: str = ""
+
+    @staticmethod
+    def from_probs(probs, detail: str = "") -> "Prediction":
+        p = np.asarray(probs, float)
+        if p.shape != (len(EMOTIONS),) or not np.isfinite(p).all() or (p < 0).any() or p.sum() <= 0:
+            raise ValueError(f"probs={p!r} is invalid; expected 5 non-negative finite numbers")
+        p = p / p.sum()
+        return Prediction(p, EMOTIONS[int(np.argmax(p))], "ok", detail)
+
+    @staticmethod
+    def failed(outcome: str, detail: str) -> "Prediction":
+        """No label: uniform probabilities, recorded with why."""
+        return Prediction(np.full(len(EMOTIONS), 1 / len(EMOTIONS)), None, outcome, detail)
+
+    def as_dict(self) -> dict:
+        return {"probs": [round(float(v), 6) for v in self.probs], "label": self.label, "outcome": self.outcome,
+                "detail": self.detail}
+
+
+class Recognizer(abc.ABC):
+    """A frozen emotion recognizer."""
+
+    name = "recognizer"
+
+    @abc.abstractmethod
+    def predict(self, clip: ClipInput) -> Prediction:
+        """Probabilities and label for one clip."""
+
+    def close(self) -> None:
+        """Release resources (models, connections)."""
+
+
+RECOGNIZERS: Registry[Recognizer] = Registry("recognizer")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Read-only weights (name -> array) and the manifest they were verified against."""
+
+    arrays: dict[str, np.ndarray]
+    manifest: dict = field(default_factory=dict)
+
+
+def load_checkpoint(name: str, root: Path = CHECKPOINT_DIR) -> Checkpoint:
+    """Load ``root/name/weights.npz``, verifying its SHA-256 against ``root/name/manifest.json``."""
+    d = Path(root) / name
+    mpath, wpath = d / "manifest.json", d / "weights.npz"
+    if not mpath.is_file():
+        raise InvalidInput("checkpoint", str(d), f"a directory with manifest.json (run `affectsim train {name}`)")
+    try:
+        manifest = json.loads(mpath.read_text())
+    except json.JSONDecodeError as exc:
+        raise InvalidInput("checkpoint manifest", str(mpath), f"valid JSON ({exc})") from None
+    blob = wpath.read_bytes() if wpath.is_file() else b""
+    if not blob:
+        raise InvalidInput("checkpoint weights", str(wpath), "a non-empty weights.npz")
+    sha = hashlib.sha256(blob).hexdigest()
+    if sha != manifest.get("weights_sha256"):
+        raise InvalidInput("checkpoint weights", str(wpath),
+                           f"SHA-256 {manifest.get('weights_sha256')} from the manifest (file has {sha}; corrupt or replaced)")
+    try:
+        with np.load(io.BytesIO(blob), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except (ValueError, OSError) as exc:
+        raise InvalidInput("checkpoint weights", str(wpath), f"a readable .npz ({exc})") from None
+    for a in arrays.values():
+        a.setflags(write=False)
+    return Checkpoint(arrays, manifest)
+

@@ -1,0 +1,39 @@
+"""Reference recognizers for the report, clearly not models of emotion.
+
+- ``majority``: always the most frequent class of the train split (counts in its checkpoint).
+- ``uniform``: chance; uniform probabilities and a label drawn from the clip's hash (the same
+  clip always gets the same label, different clips are independent draws).
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+from affectsim_perception.recognizers.base import EMOTIONS, RECOGNIZERS, ClipInput, Prediction, Recognizer, \
+    load_checkpoint
+
+
+@RECOGNIZERS.register("majority")
+class Majority(Recognizer):
+    name = "majority"
+
+    def __init__(self, checkpoint: str = "majority") -> None:
+        counts = load_checkpoint(checkpoint).arrays["class_counts"].astype(float)
+        self.probs = counts / counts.sum()
+        self.label = EMOTIONS[int(np.argmax(counts))]
+
+    def predict(self, clip: ClipInput) -> Prediction:
+        p = np.zeros(len(EMOTIONS))
+        p[EMOTIONS.index(self.label)] = 1.0
+        return Prediction(p, self.label, "ok", "train-split majority class")
+
+
+@RECOGNIZERS.register("uniform")
+class Uniform(Recognizer):
+    name = "uniform"
+
+    def predict(self, clip: ClipInput) -> Prediction:
+        k = zlib.crc32(np.ascontiguousarray(clip.frames).tobytes()) % len(EMOTIONS)
+        return Prediction(np.full(len(EMOTIONS), 1 / len(EMOTIONS)), EMOTIONS[k], "ok", "chance")

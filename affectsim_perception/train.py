@@ -1,0 +1,198 @@
+"""``affectsim train RECOGNIZER``: train on the train split only, select on val, freeze.
+
+1. Render training clips (``training_data``) for a stratified, seeded subset of the train and
+   val splits, and of the test split for the quality report only (never for fitting or
+   selection); clips are cached under ``data/perception`` keyed by that subset.
+2. Fit (``pose-temporal``: an MLP on pose features, PyTorch on the CPU, fixed seeds and threads
+   so that a rerun gives the same weights), select the epoch with the best val macro-F1 and fit a
+   softmax temperature on val.
+3. Write ``affectsim_perception/checkpoints/NAME/{weights.npz, manifest.json}``: weights SHA-256,
+   the dataset splits' SHA-256, subset sizes and seed, val / test metrics per view, per-class
+   recall, and the code version.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from affectsim_bridge.humans.features import macro_f1
+from affectsim_perception.recognizers.base import CHECKPOINT_DIR, EMOTIONS
+from affectsim_perception.training_data import DATA_DIR, VIEWS, load_clips, render_split
+from affectsim_ros.core.atomic import staged_dir
+from affectsim_ros.core.errors import InvalidInput
+from affectsim_ros.dataset.episodes import DATASET_DIR, load_split
+
+TRAINABLE = ("pose-temporal", "majority")
+SUBSET = {"train": 3000, "val": 500, "test": 600}  # episodes rendered per split (two views each)
+
+
+def _subset(episodes: list[dict], n: int, seed: int) -> list[dict]:
+    """``n`` episodes stratified by family and emotion (seeded)."""
+    rng = np.random.default_rng(seed)
+    groups: dict[tuple, list[dict]] = {}
+    for e in episodes:
+        groups.setdefault((e["family"], e["emotion"]), []).append(e)
+    out = []
+    for key in sorted(groups):
+        g = groups[key]
+        k = max(1, round(n * len(g) / len(episodes)))
+        out += [g[i] for i in sorted(rng.choice(len(g), size=min(k, len(g)), replace=False))]
+    return sorted(out, key=lambda e: e["episode_id"])[:n] if len(out) > n else out
+
+
+def ensure_clips(split: str, n: int, seed: int, root: Path = DATASET_DIR, data: Path = DATA_DIR,
+                 log: Callable[[str], None] = print) -> dict:
+    """Render the split's clip subset unless the cached one was rendered from the same episodes."""
+    eps = _subset(load_split(split, root), n, seed)
+    key = hashlib.sha256(",".join(e["episode_id"] for e in eps).encode()).hexdigest()
+    stamp = Path(data) / split / "subset.json"
+    if not (stamp.is_file() and json.loads(stamp.read_text()).get("key") == key):
+        log(f"[train] rendering {len(eps)} {split} episodes x {len(VIEWS)} views")
+        render_split(split, eps, data, log=log)
+        stamp.write_text(json.dumps({"key": key, "episodes": len(eps), "seed": seed}))
+    return {"episodes": len(eps), "key": key}
+
+
+def _code_version() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def _write(name: str, arrays: dict[str, np.ndarray], manifest: dict, out: Path) -> Path:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    blob = buf.getvalue()
+    manifest = {"recognizer": name, "weights_sha256": hashlib.sha256(blob).hexdigest(), **manifest}
+    with staged_dir(Path(out) / name, f".{name}-") as tmp:
+        (tmp / "weights.npz").write_bytes(blob)
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    return Path(out) / name
+
+
+def _split_hashes(root: Path) -> dict:
+    m = json.loads((Path(root) / "manifest.json").read_text())
+    return {s: v["sha256"] for s, v in m["splits"].items()}
+
+
+def _metrics(y: np.ndarray, p: np.ndarray) -> dict:
+    recall = {e: float((p[y == k] == k).mean()) if (y == k).any() else float("nan") for k, e in enumerate(EMOTIONS)}
+    return {"macro_f1": round(macro_f1(y, p), 4), "accuracy": round(float((y == p).mean()), 4), "n": int(len(y)),
+            "recall": {k: round(v, 4) for k, v in recall.items()}}
+
+
+def train(name: str, seed: int = 0, out: Path = CHECKPOINT_DIR, root: Path = DATASET_DIR, data: Path = DATA_DIR,
+          subset: dict | None = None, log: Callable[[str], None] = print) -> dict:
+    if name not in TRAINABLE:
+        raise InvalidInput("recognizer", name, f"one of {TRAINABLE} (the others have no weights to train)")
+    common = {"seed": seed, "dataset_splits_sha256": _split_hashes(root), "code_version": _code_version(),
+              "command": f"affectsim train {name} --seed {seed}"}
+    if name == "majority":
+        counts = Counter(e["emotion"] for e in load_split("train", root))
+        arr = np.array([counts[e] for e in EMOTIONS], np.int64)
+        path = _write(name, {"class_counts": arr}, {**common, "class_counts": dict(zip(EMOTIONS, arr.tolist()))}, out)
+        log(f"[train] majority: {dict(zip(EMOTIONS, arr.tolist()))} -> {path}")
+        return json.loads((path / "manifest.json").read_text())
+    sizes = {**SUBSET, **(subset or {})}
+    subsets = {s: ensure_clips(s, n, seed, root, data, log) for s, n in sizes.items()}
+    from affectsim_perception.recognizers.pose_temporal import pose_features
+
+    feats, labels, meta = {}, {}, {}
+    for s in sizes:
+        kp, _, m = load_clips(s, data)
+        feats[s] = np.stack([pose_features(k) for k in kp])
+        labels[s] = np.array([c["label"] for c in m])
+        meta[s] = m
+    weights, curve = fit_mlp(feats["train"], labels["train"], feats["val"], labels["val"], seed, log)
+    from affectsim_perception.recognizers.pose_temporal import mlp_logits
+
+    metrics = {}
+    for s in ("val", "test"):
+        pred = mlp_logits(weights, feats[s]).argmax(axis=1)
+        metrics[s] = {"all": _metrics(labels[s], pred)}
+        for view in VIEWS:
+            sel = np.array([c["view"] == view for c in meta[s]])
+            metrics[s][view] = _metrics(labels[s][sel], pred[sel])
+    manifest = {**common, "subsets": {s: {"episodes": v["episodes"], "clips": int(len(labels[s])),
+                                          "key": v["key"]} for s, v in subsets.items()},
+                "training": curve, "metrics": metrics, "n_features": int(feats["train"].shape[1])}
+    path = _write(name, weights, manifest, out)
+    log(f"[train] {name}: val macro-F1 {metrics['val']['all']['macro_f1']:.3f}, test reference-view macro-F1 "
+        f"{metrics['test']['reference']['macro_f1']:.3f}, random-view {metrics['test']['random']['macro_f1']:.3f} -> {path}")
+    return json.loads((path / "manifest.json").read_text())
+
+
+def fit_mlp(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: int,
+            log: Callable[[str], None] = print, hidden: tuple[int, ...] = (128, 64), epochs: int = 80,
+            lr: float = 1e-3, weight_decay: float = 1e-3, dropout: float = 0.3) -> tuple[dict, dict]:
+    """Train an MLP (PyTorch, CPU, deterministic), keep the best val epoch, fit a temperature on val."""
+    import torch
+
+    torch.manual_seed(seed)
+    torch.set_num_threads(2)
+    torch.use_deterministic_algorithms(True)
+    mu, sd = x.mean(axis=0), x.std(axis=0) + 1e-6
+    xt = torch.tensor((x - mu) / sd, dtype=torch.float32)
+    yt = torch.tensor(y, dtype=torch.long)
+    xvt = torch.tensor((xv - mu) / sd, dtype=torch.float32)
+    layers, d = [], x.shape[1]
+    for h in hidden:
+        layers += [torch.nn.Linear(d, h), torch.nn.ReLU(), torch.nn.Dropout(dropout)]
+        d = h
+    layers.append(torch.nn.Linear(d, len(EMOTIONS)))
+    net = torch.nn.Sequential(*layers)
+    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=weight_decay)
+    gen = torch.Generator().manual_seed(seed)
+    best, best_state, history = -1.0, None, []
+    t0 = time.monotonic()
+    for epoch in range(epochs):
+        net.train()
+        for idx in torch.randperm(len(xt), generator=gen).split(256):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(xt[idx]), yt[idx]).backward()
+            opt.step()
+        net.eval()
+        with torch.no_grad():
+            f1 = macro_f1(yv, net(xvt).argmax(1).numpy())
+        history.append(round(f1, 4))
+        if f1 > best:
+            best, best_state = f1, {k: v.clone() for k, v in net.state_dict().items()}
+        if (epoch + 1) % 10 == 0:
+            el = time.monotonic() - t0
+            log(f"[train] epoch {epoch + 1}/{epochs}: val macro-F1 {f1:.3f} (best {best:.3f}), {el:.0f} s, "
+                f"ETA {el / (epoch + 1) * (epochs - epoch - 1):.0f} s")
+    net.load_state_dict(best_state)
+    net.eval()
+    with torch.no_grad():
+        logits = net(xvt)
+    temp = torch.ones(1, requires_grad=True)  # temperature on val (NLL), for calibrated committees
+    opt_t = torch.optim.LBFGS([temp], lr=0.1, max_iter=50)
+    yvt = torch.tensor(yv, dtype=torch.long)
+
+    def closure():
+        opt_t.zero_grad()
+        loss = torch.nn.functional.cross_entropy(logits / temp.clamp(min=0.05), yvt)
+        loss.backward()
+        return loss
+
+    opt_t.step(closure)
+    linear = [m for m in net if isinstance(m, torch.nn.Linear)]
+    weights = {"mu": mu.astype(np.float32), "sd": sd.astype(np.float32),
+               "temperature": np.array(float(temp.clamp(min=0.05).item()), np.float32)}
+    for i, m in enumerate(linear):
+        weights[f"W{i}"] = m.weight.detach().numpy().T.copy()
+        weights[f"b{i}"] = m.bias.detach().numpy().copy()
+    return weights, {"epochs": epochs, "best_epoch": int(np.argmax(history)) + 1, "val_macro_f1_by_epoch": history,
+                     "hidden": list(hidden), "lr": lr, "weight_decay": weight_decay, "dropout": dropout,
+                     "temperature": round(float(weights["temperature"]), 4)}

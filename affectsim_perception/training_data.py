@@ -1,0 +1,155 @@
+"""Training clips for the recognizers, rendered from one dataset split under a spread of viewpoints.
+
+For each episode two static head-camera viewpoints are drawn (seeded by the episode):
+- ``reference``: 1.8-3.5 m from the performer, within 75 deg of their front (navigable base,
+  facing the body, head tilted to centre it), the kind of view P-Ref gives;
+- ``random``: any navigable point 1.2-6 m away facing the performer (+-15 deg), head level,
+  the kind of view a robot has at its start (far, rear, partly occluded, cut off).
+
+Each clip is what every recognizer receives in the benchmark: the 8 sampled frames of a clip
+of twice the motion's duration from the episode's phase, rendered at 640x480 and resized to
+224x224. Stored per clip: BlazePose keypoints of the 224x224 frames (8, 33, 3: x/224, y/224,
+visibility; zeros where nobody was found), the frames at 64x64 (for ``rgb-clip``), the label and
+the view's measures (distance, relative orientation, visible-body fraction).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+from PIL import Image
+
+from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
+from affectsim_bridge.humans.library import Library
+from affectsim_bridge.scene import load_scene
+from affectsim_bridge.scene_generator import SCENES_DIR
+from affectsim_perception.person_model import clip_keypoints
+from affectsim_perception.recognizers.base import EMOTIONS
+from affectsim_ros.core.atomic import staged_dir
+from affectsim_ros.core.geometry import Pose2D
+
+DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "perception"
+SMALL = 64  # px, stored frames for rgb-clip
+VIEWS = ("reference", "random")
+_W: dict = {}
+
+
+def _init(motions: str, scenes_dir: str) -> None:
+    from affectsim_bridge.backends.mujoco_backend import MujocoBackend
+    from affectsim_perception.person_model import BlazePose
+
+    _W.update(lib=Library(Path(motions)), scenes_dir=Path(scenes_dir), scene=None, backend=MujocoBackend(),
+              pose=BlazePose(), motions={})
+
+
+def _viewpoint(kind: str, nav, root: np.ndarray, facing: float, rng: np.random.Generator) -> np.ndarray | None:
+    for _ in range(40):
+        if kind == "reference":
+            d, phi = rng.uniform(1.8, 3.5), rng.uniform(-math.radians(75), math.radians(75))
+        else:
+            d, phi = rng.uniform(1.2, 6.0), rng.uniform(-math.pi, math.pi)
+        p = root + d * np.array([math.cos(facing + phi), math.sin(facing + phi)])
+        if nav.is_navigable(p)[0]:
+            return p
+    return None
+
+
+def _render_clip(ep: dict) -> list[dict]:
+    from affectsim_nav.clips import resize, sample_indices
+    from affectsim_nav.reference import view_quality
+    from affectsim_nav.runner import RayCaster, body_track, clip_times, placements, start_pose
+
+    w = _W
+    if w["scene"] is None or w["scene"].id != ep["scene_id"]:
+        w["scene"] = load_scene(ep["scene_id"], w["scenes_dir"])
+        w["motions"].clear()
+    lib = w["lib"]
+
+    def load(mid):
+        if mid not in w["motions"]:
+            w["motions"][mid] = lib.load(mid)
+        return w["motions"][mid]
+
+    people = placements(ep, load)
+    target = next(p for p in people if p.is_target)
+    b = w["backend"]
+    b.load(w["scene"], start_pose(ep), tuple(people))
+    full = clip_times(target.motion.duration)
+    times = full[sample_indices(len(full))]
+    track = body_track(people, times)
+    head = b.link_transforms()["head_camera_rgb_optical_frame"].translation
+    rng = np.random.default_rng([int(ep["seed"]), 7])
+    out = []
+    for kind in VIEWS:
+        base = _viewpoint(kind, b.navigable, track.root[0], float(track.yaw[0]), rng)
+        if base is None:
+            continue
+        centre = track.points[0].mean(0)
+        yaw = math.atan2(centre[1] - base[1], centre[0] - base[0])
+        if kind == "reference":
+            horiz = max(0.3, float(np.hypot(*(centre[:2] - base))))
+            b.set_head(tilt=math.atan2(float(head[2]) - float(centre[2]), horiz))
+        else:
+            yaw += rng.uniform(-math.radians(15), math.radians(15))
+            b.set_head(tilt=0.0)
+        b.set_pose(Pose2D(float(base[0]), float(base[1]), yaw))
+        frames, vis = [], []
+        rays = RayCaster(b)
+        for n, t in enumerate(times):
+            b.set_time(float(t))
+            f = b.render_head_camera()
+            frames.append(resize(f.rgb))
+            m = np.eye(4)
+            m[:3, :3], m[:3, 3] = f.pose.rotation, f.pose.translation
+            vis.append(view_quality(track.points[n], m, b.head_intrinsics, rays)[0])
+        b.set_head(tilt=0.0)
+        frames = np.stack(frames)
+        rel = math.atan2(base[1] - track.root[0][1], base[0] - track.root[0][0]) - float(track.yaw[0])
+        out.append({"episode_id": ep["episode_id"], "view": kind, "label": EMOTIONS.index(ep["emotion"]),
+                    "family": ep["family"], "action": ep["action"],
+                    "distance": float(np.linalg.norm(base - track.root[0])),
+                    "relative_orientation": abs(math.atan2(math.sin(rel), math.cos(rel))),
+                    "visible_fraction": float(np.mean(vis)),
+                    "keypoints": clip_keypoints(w["pose"], frames),
+                    "small": np.stack([np.asarray(Image.fromarray(x).resize((SMALL, SMALL), Image.BILINEAR))
+                                       for x in frames])})
+    return out
+
+
+def render_split(split: str, episodes: list[dict], out: Path = DATA_DIR, workers: int = 2,
+                 motions: Path = MOTIONS_DIR, scenes_dir: Path = SCENES_DIR,
+                 log: Callable[[str], None] = print) -> Path:
+    """Render the training clips of ``episodes`` into ``out/split`` (replaced atomically)."""
+    episodes = sorted(episodes, key=lambda e: (e["scene_id"], e["episode_id"]))
+    rows: list[dict] = []
+    t0 = time.monotonic()
+    with get_context("spawn").Pool(workers, initializer=_init, initargs=(str(motions), str(scenes_dir))) as pool:
+        for k, clips in enumerate(pool.imap(_render_clip, episodes, chunksize=4)):
+            rows += clips
+            if (k + 1) % 100 == 0 or k + 1 == len(episodes):
+                el = time.monotonic() - t0
+                eta = el / (k + 1) * (len(episodes) - k - 1)
+                log(f"[train data] {split}: {k + 1}/{len(episodes)} episodes, {len(rows)} clips, "
+                    f"{el:.0f} s, ETA {eta:.0f} s")
+    target = Path(out) / split
+    with staged_dir(target, f".{split}-") as tmp:
+        np.save(tmp / "keypoints.npy", np.stack([r["keypoints"] for r in rows]).astype(np.float32))
+        np.save(tmp / "frames64.npy", np.stack([r["small"] for r in rows]).astype(np.uint8))
+        meta = [{k: v for k, v in r.items() if k not in ("keypoints", "small")} for r in rows]
+        (tmp / "clips.json").write_text(json.dumps(meta))
+    return target
+
+
+def load_clips(split: str, root: Path = DATA_DIR) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+    """(keypoints (N, 8, 33, 3), frames64 (N, 8, 64, 64, 3), metadata) of a rendered split."""
+    d = Path(root) / split
+    if not (d / "clips.json").is_file():
+        raise FileNotFoundError(f"{d} has no rendered clips; run `affectsim train` (it renders them first)")
+    return (np.load(d / "keypoints.npy", mmap_mode="r"), np.load(d / "frames64.npy", mmap_mode="r"),
+            json.loads((d / "clips.json").read_text()))

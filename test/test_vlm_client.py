@@ -1,0 +1,111 @@
+"""The vlm-openai recognizer against a local server that speaks the OpenAI chat-completions protocol."""
+
+import base64
+import io
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from affectsim_perception.recognizers import RECOGNIZERS, ClipInput
+from affectsim_perception.recognizers.vlm_openai import parse_label
+
+
+class Server:
+    """127.0.0.1 only. ``script`` is a list of replies: (status, content or None, delay s)."""
+
+    def __init__(self) -> None:
+        self.requests, self.script = [], []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append((self.path, self.headers.get("Authorization"), body))
+                status, content, delay = outer.script.pop(0) if outer.script else (200, "neutral", 0.0)
+                threading.Event().wait(delay)
+                payload = {"choices": [{"message": {"role": "assistant", "content": content}}]} if status == 200 \
+                    else {"error": "scripted"}
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture()
+def server():
+    s = Server()
+    yield s
+    s.close()
+
+
+def clip(seed=0):
+    return ClipInput(np.random.default_rng(seed).integers(0, 255, (8, 224, 224, 3), dtype=np.uint8))
+
+
+def test_request_format_answer_parsing_and_cache(server, tmp_path):
+    vlm = RECOGNIZERS.create("vlm-openai", base_url=server.url, model="qwen-test", api_key="k", timeout=5,
+                             cache_dir=tmp_path / "cache")
+    server.script = [(200, "The person appears **sad**.", 0.0)]
+    p = vlm.predict(clip())
+    assert p.outcome == "ok" and p.label == "sad" and p.probs.sum() == pytest.approx(1.0)
+    path, auth, body = server.requests[0]
+    assert path == "/v1/chat/completions" and auth == "Bearer k" and body["model"] == "qwen-test"
+    parts = body["messages"][0]["content"]
+    images = [x for x in parts if x["type"] == "image_url"]
+    assert len(images) == 8 and "angry, fearful, happy, neutral, sad" in parts[0]["text"]
+    img = Image.open(io.BytesIO(base64.b64decode(images[0]["image_url"]["url"].split(",", 1)[1])))
+    assert img.size == (224, 224)
+    assert vlm.predict(clip()).label == "sad" and len(server.requests) == 1  # memory cache
+    again = RECOGNIZERS.create("vlm-openai", base_url=server.url, model="qwen-test", cache_dir=tmp_path / "cache")
+    assert again.predict(clip()).label == "sad" and len(server.requests) == 1  # disk cache
+
+
+def test_nonsense_errors_timeouts_and_retries(server):
+    vlm = RECOGNIZERS.create("vlm-openai", base_url=server.url, timeout=0.5, retries=1, backoff=0.01)
+    server.script = [(200, "a banana", 0.0)]
+    p = vlm.predict(clip(1))
+    assert p.outcome == "unparseable" and p.label is None and "banana" in p.detail
+    server.script = [(500, None, 0.0), (200, "Answer: happy", 0.0)]
+    assert vlm.predict(clip(2)).label == "happy"  # retried after the 500
+    server.script = [(200, "angry", 2.0), (200, "angry", 2.0)]
+    p = vlm.predict(clip(3))
+    assert p.outcome == "error" and "2 attempts" in p.detail and p.probs.sum() == pytest.approx(1.0)
+    server.script = [(400, None, 0.0)]
+    assert vlm.predict(clip(4)).outcome == "error"  # client errors are not retried
+    dead = RECOGNIZERS.create("vlm-openai", base_url="http://127.0.0.1:9/v1", timeout=0.5, retries=0)
+    assert dead.predict(clip(5)).outcome == "error"
+
+
+@pytest.mark.parametrize("text,label", [
+    ("sad", "sad"), ('{"emotion": "Fearful"}', "fearful"), ("```json\n{\"label\": \"happy\"}\n```", "happy"),
+    ("Answer: neutral.", "neutral"), ("The person looks scared.", "fearful"), ("They seem joyful!", "happy"),
+    ("not angry, rather sad", "sad"), ("angry or sad", None), ("I cannot tell.", None), ("", None)])
+def test_answer_parsing(text, label):
+    assert parse_label(text) == label
+
+
+def test_clip_shape_is_checked():
+    with pytest.raises(ValueError, match="clip.frames"):
+        ClipInput(np.zeros((7, 224, 224, 3), np.uint8))
+    with pytest.raises(ValueError, match="uint8"):
+        ClipInput(np.zeros((8, 224, 224, 3), np.float32))
