@@ -11,7 +11,7 @@ setup(
     name=PACKAGE,
     version=VERSION,
     packages=find_packages(include=["affectsim_ros*", "affectsim_bridge*", "affectsim_nav*", "affectsim_perception*"]),
-    package_data={"affectsim_bridge": ["scenes/*.yaml"]},
+    package_data={"affectsim_bridge": ["scenes/*.yaml"], "affectsim_perception": ["checkpoints/*/*"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
         (f"share/{PACKAGE}", ["package.xml"]),
@@ -30,6 +30,7 @@ setup(
             "affectsim = affectsim_ros.cli:main",
             "bridge_node = affectsim_bridge.bridge_node:main",
             "nav_node = affectsim_nav.nav_node:main",
+            "perception_node = affectsim_perception.perception_node:main",
         ],
     },
 )

@@ -31,8 +31,9 @@ from affectsim_ros.core.atomic import staged_dir
 from affectsim_ros.core.errors import InvalidInput
 from affectsim_ros.dataset.episodes import DATASET_DIR, load_split
 
-TRAINABLE = ("pose-temporal", "majority")
+TRAINABLE = ("pose-temporal", "rgb-clip", "committee", "majority")
 SUBSET = {"train": 3000, "val": 500, "test": 600}  # episodes rendered per split (two views each)
+GOOD_VIEW = 0.7  # visible-body fraction from which a clip counts as a reference-like (good) view
 
 
 def _subset(episodes: list[dict], n: int, seed: int) -> list[dict]:
@@ -106,31 +107,69 @@ def train(name: str, seed: int = 0, out: Path = CHECKPOINT_DIR, root: Path = DAT
         return json.loads((path / "manifest.json").read_text())
     sizes = {**SUBSET, **(subset or {})}
     subsets = {s: ensure_clips(s, n, seed, root, data, log) for s, n in sizes.items()}
-    from affectsim_perception.recognizers.pose_temporal import pose_features
+    clips = {s: load_clips(s, data) for s in sizes}
+    labels = {s: np.array([c["label"] for c in clips[s][2]]) for s in sizes}
+    extra: dict = {}
+    if name == "pose-temporal":
+        from affectsim_perception.recognizers.pose_temporal import mlp_logits, pose_features, softmax
 
-    feats, labels, meta = {}, {}, {}
-    for s in sizes:
-        kp, _, m = load_clips(s, data)
-        feats[s] = np.stack([pose_features(k) for k in kp])
-        labels[s] = np.array([c["label"] for c in m])
-        meta[s] = m
-    weights, curve = fit_mlp(feats["train"], labels["train"], feats["val"], labels["val"], seed, log)
-    from affectsim_perception.recognizers.pose_temporal import mlp_logits
+        feats = {s: np.stack([pose_features(k) for k in clips[s][0]]) for s in sizes}
+        weights, curve = fit_mlp(feats["train"], labels["train"], feats["val"], labels["val"], seed, log)
+        extra["n_features"] = int(feats["train"].shape[1])
+        probs = {s: softmax(mlp_logits(weights, feats[s])) for s in ("val", "test")}
+    elif name == "rgb-clip":
+        from affectsim_perception.recognizers.pose_temporal import softmax
+        from affectsim_perception.recognizers.rgb_clip import clip_logits
 
+        weights, curve = fit_rgb_clip(clips["train"][1], labels["train"], clips["val"][1], labels["val"], seed, log)
+        probs = {s: softmax(np.stack([clip_logits(weights, f) for f in clips[s][1]]) / float(weights["temperature"]))
+                 for s in ("val", "test")}
+    else:  # committee over the shipped member checkpoints
+        from affectsim_perception.recognizers.committee import MEMBERS, load_members, member_probs
+
+        members = load_members()
+        per = {s: member_probs(members, clips[s][0], clips[s][1]) for s in ("val", "test")}
+        weights, curve = fit_committee(per["val"], labels["val"], log)
+        probs = {s: np.tensordot(weights["weights"], per[s], axes=1) for s in ("val", "test")}
+        extra["members"] = list(MEMBERS)
     metrics = {}
     for s in ("val", "test"):
-        pred = mlp_logits(weights, feats[s]).argmax(axis=1)
+        pred = probs[s].argmax(axis=1)
         metrics[s] = {"all": _metrics(labels[s], pred)}
         for view in VIEWS:
-            sel = np.array([c["view"] == view for c in meta[s]])
+            sel = np.array([c["view"] == view for c in clips[s][2]])
             metrics[s][view] = _metrics(labels[s][sel], pred[sel])
-    manifest = {**common, "subsets": {s: {"episodes": v["episodes"], "clips": int(len(labels[s])),
-                                          "key": v["key"]} for s, v in subsets.items()},
-                "training": curve, "metrics": metrics, "n_features": int(feats["train"].shape[1])}
+        good = np.array([c["visible_fraction"] >= GOOD_VIEW for c in clips[s][2]])
+        metrics[s]["good_view"] = _metrics(labels[s][good], pred[good])
+    manifest = {**common, **extra, "subsets": {s: {"episodes": v["episodes"], "clips": int(len(labels[s])),
+                                                   "key": v["key"]} for s, v in subsets.items()},
+                "training": curve, "metrics": metrics}
     path = _write(name, weights, manifest, out)
-    log(f"[train] {name}: val macro-F1 {metrics['val']['all']['macro_f1']:.3f}, test reference-view macro-F1 "
-        f"{metrics['test']['reference']['macro_f1']:.3f}, random-view {metrics['test']['random']['macro_f1']:.3f} -> {path}")
+    t = metrics["test"]
+    log(f"[train] {name}: val macro-F1 {metrics['val']['all']['macro_f1']:.3f}; test macro-F1: good views (visible >= "
+        f"{GOOD_VIEW}) {t['good_view']['macro_f1']:.3f}, reference {t['reference']['macro_f1']:.3f}, random "
+        f"{t['random']['macro_f1']:.3f}, all {t['all']['macro_f1']:.3f} -> {path}")
     return json.loads((path / "manifest.json").read_text())
+
+
+def fit_committee(member_probs: np.ndarray, y: np.ndarray, log: Callable[[str], None] = print,
+                  step: float = 0.05) -> tuple[dict, dict]:
+    """Weights (on a simplex grid) of the calibrated members' probabilities maximising val macro-F1
+    (ties: higher val log-likelihood). ``member_probs`` (M, N, 5)."""
+    m = member_probs.shape[0]
+    grid = np.arange(0.0, 1.0 + 1e-9, step)
+    best = (-1.0, -np.inf, None)
+    for w in (np.array(c) for c in np.array(np.meshgrid(*[grid] * m)).reshape(m, -1).T):
+        if abs(w.sum() - 1.0) > 1e-6:
+            continue
+        p = np.tensordot(w, member_probs, axes=1)
+        f1 = macro_f1(y, p.argmax(1))
+        ll = float(np.log(p[np.arange(len(y)), y] + 1e-9).mean())
+        if (f1, ll) > best[:2]:
+            best = (f1, ll, w)
+    log(f"[train] committee weights {np.round(best[2], 2).tolist()}: val macro-F1 {best[0]:.3f}")
+    return {"weights": best[2].astype(np.float64)}, {"grid_step": step, "val_macro_f1": round(best[0], 4),
+                                                      "val_log_likelihood": round(best[1], 4)}
 
 
 def fit_mlp(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: int,
@@ -195,4 +234,94 @@ def fit_mlp(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: 
         weights[f"b{i}"] = m.bias.detach().numpy().copy()
     return weights, {"epochs": epochs, "best_epoch": int(np.argmax(history)) + 1, "val_macro_f1_by_epoch": history,
                      "hidden": list(hidden), "lr": lr, "weight_decay": weight_decay, "dropout": dropout,
+                     "temperature": round(float(weights["temperature"]), 4)}
+
+
+def fit_rgb_clip(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: int,
+                 log: Callable[[str], None] = print, epochs: int = 12, lr: float = 2e-3,
+                 weight_decay: float = 1e-3) -> tuple[dict, dict]:
+    """Train the rgb-clip network (PyTorch, CPU, deterministic) on (N, 8, 64, 64, 3) uint8 clips with
+    horizontal flips; keep the best val epoch; fit a temperature on val; check numpy inference."""
+    import torch
+
+    from affectsim_perception.recognizers.rgb_clip import CHANNELS, clip_logits
+
+    torch.manual_seed(seed)
+    torch.set_num_threads(2)
+    torch.use_deterministic_algorithms(True)
+    mean = np.asarray(x[:2000], np.float32).mean(axis=(0, 1, 2, 3)) / 255.0
+    std = np.asarray(x[:2000], np.float32).std(axis=(0, 1, 2, 3)) / 255.0 + 1e-6
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            chans = (3, *CHANNELS)
+            self.convs = torch.nn.ModuleList(torch.nn.Conv2d(chans[i], chans[i + 1], 3, stride=2, padding=1)
+                                             for i in range(len(CHANNELS)))
+            self.fc = torch.nn.Linear(3 * CHANNELS[-1], 5)
+
+        def forward(self, clip: torch.Tensor) -> torch.Tensor:  # (B, 8, 3, 64, 64) normalised
+            b, t = clip.shape[:2]
+            h = clip.reshape(b * t, *clip.shape[2:])
+            for conv in self.convs:
+                h = torch.relu(conv(h))
+            f = h.mean(dim=(2, 3)).reshape(b, t, -1)
+            z = torch.cat([f.mean(1), f.std(1, unbiased=False), (f[:, 1:] - f[:, :-1]).abs().mean(1)], dim=1)
+            return self.fc(z)
+
+    def tensor(a: np.ndarray) -> torch.Tensor:
+        t_ = torch.tensor(np.asarray(a), dtype=torch.float32) / 255.0
+        t_ = (t_ - torch.tensor(mean)) / torch.tensor(std)
+        return t_.permute(0, 1, 4, 2, 3).contiguous()
+
+    net = Net()
+    opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=weight_decay)
+    gen = torch.Generator().manual_seed(seed)
+    yt = torch.tensor(y, dtype=torch.long)
+    xvt = tensor(xv)
+    best, best_state, history = -1.0, None, []
+    t0 = time.monotonic()
+    for epoch in range(epochs):
+        net.train()
+        for idx in torch.randperm(len(y), generator=gen).split(64):
+            batch = tensor(x[np.sort(idx.numpy())])
+            target = yt[np.sort(idx.numpy())]
+            flip = torch.rand(len(batch), generator=gen) < 0.5
+            batch[flip] = batch[flip].flip(-1)
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(batch), target).backward()
+            opt.step()
+        net.eval()
+        with torch.no_grad():
+            f1 = macro_f1(yv, net(xvt).argmax(1).numpy())
+        history.append(round(f1, 4))
+        if f1 > best:
+            best, best_state = f1, {k: v.clone() for k, v in net.state_dict().items()}
+        el = time.monotonic() - t0
+        log(f"[train] rgb-clip epoch {epoch + 1}/{epochs}: val macro-F1 {f1:.3f} (best {best:.3f}), {el:.0f} s, "
+            f"ETA {el / (epoch + 1) * (epochs - epoch - 1):.0f} s")
+    net.load_state_dict(best_state)
+    net.eval()
+    with torch.no_grad():
+        logits = net(xvt)
+    temp = torch.ones(1, requires_grad=True)
+    opt_t = torch.optim.LBFGS([temp], lr=0.1, max_iter=50)
+    yvt = torch.tensor(yv, dtype=torch.long)
+
+    def closure():
+        opt_t.zero_grad()
+        loss = torch.nn.functional.cross_entropy(logits / temp.clamp(min=0.05), yvt)
+        loss.backward()
+        return loss
+
+    opt_t.step(closure)
+    weights = {k.replace("convs.", "conv"): v.detach().numpy().copy() for k, v in net.state_dict().items()}
+    weights.update(mean=mean.astype(np.float32), std=std.astype(np.float32),
+                   temperature=np.array(float(temp.clamp(min=0.05).item()), np.float32))
+    ref = logits[0].numpy()
+    got = clip_logits(weights, np.asarray(xv[0]))
+    if not np.allclose(ref, got, atol=1e-3):
+        raise RuntimeError(f"numpy inference disagrees with the trained network: {ref} vs {got}")
+    return weights, {"epochs": epochs, "best_epoch": int(np.argmax(history)) + 1, "val_macro_f1_by_epoch": history,
+                     "lr": lr, "weight_decay": weight_decay, "augment": "horizontal flip",
                      "temperature": round(float(weights["temperature"]), 4)}

@@ -106,7 +106,7 @@ def bench_ros(steps: int, free_run_s: float) -> dict:
 
     out: dict = {}
     log_dir = Path(tempfile.mkdtemp(prefix="affectsim-bench-"))
-    with GraphProcesses("bench", {"mode": "lockstep"}, log_dir=log_dir) as g:
+    with GraphProcesses("bench", nodes=("bridge",), args={"mode": "lockstep"}, log_dir=log_dir) as g:
         ensure_loopback(g.domain_id)
         rclpy.init()
         try:
@@ -140,7 +140,7 @@ def _free_run(rtf: str, seconds: float, log_dir: Path) -> dict:
     from affectsim_ros.ros.env import ensure_loopback
 
     out: dict = {}
-    with GraphProcesses("bench", {"mode": "free_run", "real_time_factor": rtf}, log_dir=log_dir) as g:
+    with GraphProcesses("bench", nodes=("bridge",), args={"mode": "free_run", "real_time_factor": rtf}, log_dir=log_dir) as g:
         ensure_loopback(g.domain_id)
         rclpy.init()
         try:

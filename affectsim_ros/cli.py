@@ -4,7 +4,8 @@
   affectsim tour [--out DIR]                                 scripted world tour over ROS + contact sheet
   affectsim bench sim [--out FILE]                           simulator benchmark (ratios in one run)
   affectsim bench nav [--episodes 100] [--out FILE]          observation settings and the A-Obs baseline
-  affectsim train pose-temporal|majority [--seed 0]          train a recognizer (train split; select on val)
+  affectsim bench perception [--out FILE]                    recognizer latency, node throughput, quality
+  affectsim train RECOGNIZER [--seed 0]                      train pose-temporal | rgb-clip | committee | majority
   affectsim scenes list                                      built-in scenes
 """
 
@@ -44,7 +45,7 @@ def _tour(ns: argparse.Namespace) -> int:
     scene = load_scene(ns.scene)
     nav = NavigableSpace(scene)
     out = Path(ns.out)
-    with GraphProcesses("bench", {"scene": ns.scene, "mode": "lockstep"}, log_dir=out / "logs",
+    with GraphProcesses("bench", nodes=("bridge",), args={"scene": ns.scene, "mode": "lockstep"}, log_dir=out / "logs",
                         extra_params={"bridge": {"motion_library": str(Path(ns.library).resolve())}}) as g:
         ensure_loopback(g.domain_id)
         print(f"[tour] bridge pid {g.pids()['bridge']} on ROS_DOMAIN_ID={g.domain_id}", flush=True)
@@ -87,7 +88,12 @@ def _bench(ns: argparse.Namespace) -> int:
                 raise InvalidInput(f"--{name}", getattr(ns, name), "a positive integer")
         bench_nav.run(Path(ns.out) if ns.out else None, ns.episodes, ns.workers, ns.split)
         return 0
-    raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav")
+    if ns.what == "perception":
+        from affectsim_ros import bench_perception
+
+        bench_perception.run(Path(ns.out) if ns.out else None)
+        return 0
+    raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav, perception")
 
 
 def _scenes(ns: argparse.Namespace) -> int:
@@ -240,7 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="motion library for the people in the scene (static people if not built)")
     to.set_defaults(fn=_tour)
     be = sub.add_parser("bench", help="benchmarks that print measured ratios")
-    be.add_argument("what", choices=["sim", "nav"])
+    be.add_argument("what", choices=["sim", "nav", "perception"])
     be.add_argument("--out", default=None, help="write results as JSON")
     be.add_argument("--episodes", type=int, default=100, help="nav: stratified test episodes")
     be.add_argument("--workers", type=int, default=2, help="nav: worker processes")
@@ -277,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("--scale", type=float, default=1.0, help="fraction of the paper's episode counts (1.0: 27,647)")
     ds.set_defaults(fn=_dataset)
     tr = sub.add_parser("train", help="train a recognizer on the train split (select on val) and write its checkpoint")
-    tr.add_argument("recognizer", choices=["pose-temporal", "majority"])
+    tr.add_argument("recognizer", choices=["pose-temporal", "rgb-clip", "committee", "majority"])
     tr.add_argument("--seed", type=int, default=0)
     for split, n in (("train", 3000), ("val", 500), ("test", 600)):
         tr.add_argument(f"--{split}-episodes", type=int, default=n,

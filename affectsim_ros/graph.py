@@ -50,7 +50,8 @@ def _is_float_in(lo: float, hi: float) -> Callable[[str], bool]:
 
 GRAPHS: dict[str, tuple[NodeSpec, ...]] = {
     "bench": (NodeSpec("bridge", "bridge_node", "affectsim_bridge.bridge_node"),
-              NodeSpec("nav", "nav_node", "affectsim_nav.nav_node")),
+              NodeSpec("nav", "nav_node", "affectsim_nav.nav_node"),
+              NodeSpec("perception", "perception_node", "affectsim_perception.perception_node")),
 }
 
 LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (

@@ -40,9 +40,13 @@ class GraphProcesses:
 
     def __init__(self, graph: str = "bench", args: dict[str, str] | None = None, domain_id: int | None = None,
                  params_file: Path | None = None, extra_params: dict[str, dict[str, object]] | None = None,
-                 log_dir: Path | None = None) -> None:
+                 log_dir: Path | None = None, nodes: tuple[str, ...] | None = None) -> None:
+        """``nodes``: run only these nodes of the graph (default: all)."""
         if graph not in GRAPHS:
             raise KeyError(f"unknown graph {graph!r}; known: {', '.join(GRAPHS)}")
+        names = [spec.name for spec in GRAPHS[graph]]
+        if nodes is not None and not set(nodes) <= set(names):
+            raise KeyError(f"unknown nodes {sorted(set(nodes) - set(names))} of graph {graph!r}; known: {names}")
         overrides = validate_launch_args(args or {})
         for node, params in (extra_params or {}).items():
             overrides.setdefault(node, {}).update(params)
@@ -53,6 +57,8 @@ class GraphProcesses:
         self._logs = []
         try:
             for spec in GRAPHS[graph]:
+                if nodes is not None and spec.name not in nodes:
+                    continue
                 cmd = [sys.executable, "-m", spec.module, "--ros-args", "-r", f"__node:={spec.name}",
                        "--params-file", str(params_file)]
                 for name, value in overrides.get(spec.name, {}).items():

@@ -68,7 +68,7 @@ def test_policy_goals_go_to_navigate_to_pose(tmp_path):
     mid = sorted(i for i, e in Library(lib_dir).entries.items() if e["action"] == "standing")[0]
     humans = [{"id": "target", "x": 8.5, "y": 4.2, "yaw": math.pi, "appearance": 0, "is_target": True,
                "motion_id": mid, "phase": 0.3}]  # in the kitchen, out of view: the policy must search
-    with GraphProcesses("bench", {"mode": "lockstep"}, log_dir=tmp_path / "logs",
+    with GraphProcesses("bench", nodes=("bridge", "nav"), args={"mode": "lockstep"}, log_dir=tmp_path / "logs",
                         extra_params={"bridge": {"motion_library": str(lib_dir)}, "nav": {"use_nav2": True}}) as g:
         ensure_loopback(g.domain_id)
         rclpy.init()

@@ -39,7 +39,7 @@ def library(tmp_path_factory):
 @pytest.fixture(scope="module")
 def graph(library, tmp_path_factory):
     logs = tmp_path_factory.mktemp("logs")
-    with GraphProcesses("bench", {"mode": "lockstep"}, log_dir=logs,
+    with GraphProcesses("bench", nodes=("bridge", "nav"), args={"mode": "lockstep"}, log_dir=logs,
                         extra_params={"bridge": {"motion_library": str(library)}}) as g:
         ensure_loopback(g.domain_id)
         rclpy.init()

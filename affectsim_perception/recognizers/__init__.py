@@ -4,7 +4,7 @@ Importing this package registers the shipped recognizers; heavy dependencies loa
 recognizer that needs them is created.
 """
 
-from affectsim_perception.recognizers import pose_temporal, references, vlm_openai  # noqa: F401  (register)
+from affectsim_perception.recognizers import committee, pose_temporal, references, rgb_clip, vlm_openai  # noqa: F401
 from affectsim_perception.recognizers.base import (CLIP_FRAMES, CLIP_SIZE, EMOTIONS, RECOGNIZERS, ClipInput,
                                                    Prediction, Recognizer, load_checkpoint)
 

@@ -1,0 +1,64 @@
+"""``committee``: calibrated weighted voting over the project's recognizers.
+
+Each member's temperature-calibrated probabilities are averaged with weights fit on the val
+split (``affectsim train committee``: the simplex grid point with the best val macro-F1), in the
+spirit of E3mo-Score's agreement-weighted ensembles. Members share one BlazePose pass.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from affectsim_perception.person_model import clip_keypoints
+from affectsim_perception.recognizers.base import RECOGNIZERS, ClipInput, Prediction, Recognizer, load_checkpoint
+from affectsim_perception.recognizers.rgb_clip import small_frames
+
+MEMBERS = ("pose-temporal", "rgb-clip")
+
+
+def load_members(detector=None) -> tuple[Recognizer, Recognizer]:
+    """The member recognizers (sharing ``detector``; without one, keypoints must be given)."""
+    from affectsim_perception.recognizers.pose_temporal import PoseTemporal
+    from affectsim_perception.recognizers.rgb_clip import RgbClip
+
+    return PoseTemporal(detector=detector or _NoDetector()), RgbClip()
+
+
+def member_probs(members, keypoints: np.ndarray, small: np.ndarray) -> np.ndarray:
+    """(M, N, 5) member probabilities for N clips given their keypoints (N, 8, 33, 3) and 64x64 frames."""
+    pose, rgb = members
+    return np.stack([np.stack([pose.predict_keypoints(k).probs for k in keypoints]),
+                     np.stack([rgb.predict_small(np.asarray(s)).probs for s in small])])
+
+
+class _NoDetector:
+    def detect(self, rgb):
+        raise RuntimeError("keypoints are precomputed here")
+
+    def close(self) -> None:
+        pass
+
+
+@RECOGNIZERS.register("committee")
+class Committee(Recognizer):
+    name = "committee"
+
+    def __init__(self, checkpoint: str = "committee", detector=None) -> None:
+        ck = load_checkpoint(checkpoint)
+        if tuple(ck.manifest.get("members", ())) != MEMBERS:
+            raise ValueError(f"checkpoint {checkpoint!r} has members {ck.manifest.get('members')}; expected {MEMBERS}")
+        self.weights = ck.arrays["weights"]
+        if detector is None:
+            from affectsim_perception.person_model import BlazePose
+
+            detector = BlazePose()
+        self.detector = detector
+        self.members = load_members(detector)
+
+    def predict(self, clip: ClipInput) -> Prediction:
+        probs = member_probs(self.members, clip_keypoints(self.detector, clip.frames)[None],
+                             small_frames(clip.frames)[None])[:, 0]
+        return Prediction.from_probs(np.tensordot(self.weights, probs, axes=1))
+
+    def close(self) -> None:
+        self.detector.close()

@@ -1,0 +1,216 @@
+"""Perception benchmark (``affectsim bench perception``), measured in one run.
+
+1. inference time per clip of every local recognizer on real rendered clips (target <= 100 ms
+   for the project's own), and the pose-based ones without their BlazePose pass;
+2. BlazePose time per frame at 224x224 and 640x480;
+3. the perception node under back-to-back recognize requests (clips/s) next to the same
+   recognizers in-process;
+4. recognition quality on the rendered test clips (never used for training or selection):
+   macro-F1 and per-class recall per view kind, and accuracy against distance, relative
+   orientation and visible-body fraction (PNG).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+from affectsim_bridge.humans.features import macro_f1
+from affectsim_perception.recognizers import EMOTIONS, RECOGNIZERS, ClipInput
+from affectsim_perception.training_data import DATA_DIR, VIEWS, load_clips
+
+LOCAL = ("pose-temporal", "rgb-clip", "committee", "majority", "uniform")
+
+
+def _clips(n: int = 6) -> list[ClipInput]:
+    """Real recognizer inputs: P-Ref clips of the first test episodes (8 frames, 224x224)."""
+    from affectsim_bridge.backends.mujoco_backend import MujocoBackend
+    from affectsim_bridge.humans.library import Library
+    from affectsim_bridge.scene import load_scene
+    from affectsim_nav.runner import observe_episode
+    from affectsim_ros.dataset.episodes import load_split
+
+    lib, b = Library(), MujocoBackend()
+    out = []
+    for ep in load_split("test")[:n]:
+        obs = observe_episode(ep, b, load_scene(ep["scene_id"]), lib.load, None, settings=("p_ref",))
+        out.append(ClipInput(obs.clips["p_ref"].sampled()))
+    b.close()
+    return out
+
+
+def _time(fn, reps: int) -> float:
+    fn()
+    t = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - t) / reps
+
+
+def quality(data: Path = DATA_DIR, out_png: Path | None = None) -> dict:
+    """Macro-F1, recall and accuracy by condition of every trained recognizer on the test clips."""
+    from affectsim_perception.recognizers.committee import load_members
+
+    kp, small, meta = load_clips("test", data)
+    y = np.array([m["label"] for m in meta])
+    pose, rgb = load_members()
+    preds = {"pose-temporal": np.stack([pose.predict_keypoints(k).probs for k in kp]),
+             "rgb-clip": np.stack([rgb.predict_small(np.asarray(s)).probs for s in small])}
+    w = RECOGNIZERS.get("committee")(detector=_Unused()).weights
+    preds["committee"] = w[0] * preds["pose-temporal"] + w[1] * preds["rgb-clip"]
+    maj = RECOGNIZERS.create("majority")
+    preds["majority"] = np.tile(maj.predict(ClipInput(np.zeros((8, 224, 224, 3), np.uint8))).probs, (len(y), 1))
+    preds["uniform"] = np.eye(5)[np.arange(len(y)) % 5]  # chance reference: labels spread evenly
+    views = np.array([m["view"] for m in meta])
+    dist = np.array([m["distance"] for m in meta])
+    orient = np.degrees([m["relative_orientation"] for m in meta])
+    vis = np.array([m["visible_fraction"] for m in meta])
+    res: dict = {}
+    conditions = {"distance_m": (dist, [1.2, 2.5, 3.5, 4.5, 6.1]), "orientation_deg": (orient, [0, 45, 90, 135, 181]),
+                  "visible_fraction": (vis, [0.0, 0.3, 0.6, 0.9, 1.01])}
+    for name, p in preds.items():
+        lab = p.argmax(1)
+        r = {v: {"macro_f1": round(macro_f1(y[views == v], lab[views == v]), 4), "n": int((views == v).sum())}
+             for v in VIEWS}
+        r["recall"] = {e: round(float((lab[y == k] == k).mean()), 4) for k, e in enumerate(EMOTIONS)}
+        for cond, (vals, edges) in conditions.items():
+            bins = np.digitize(vals, edges[1:-1])
+            r[cond] = {"edges": edges, "accuracy": [round(float((lab[bins == i] == y[bins == i]).mean()), 4)
+                                                    if (bins == i).any() else None for i in range(len(edges) - 1)],
+                       "n": [int((bins == i).sum()) for i in range(len(edges) - 1)]}
+        res[name] = r
+    if out_png is not None:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+        for ax, (cond, (_, edges)) in zip(axes, conditions.items()):
+            centres = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
+            for name in ("committee", "pose-temporal", "rgb-clip", "majority"):
+                ax.plot(centres, [np.nan if a is None else a for a in res[name][cond]["accuracy"]], "o-", label=name)
+            ax.axhline(0.2, color="grey", ls=":", label="chance")
+            ax.set_xlabel(cond.replace("_", " "))
+            ax.set_ylabel("accuracy")
+            ax.set_ylim(0, 1)
+        axes[0].legend(fontsize=8)
+        fig.suptitle("Recognition on test-split clips by observation condition (both view kinds)")
+        fig.tight_layout()
+        out_png.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out_png, dpi=80)
+        plt.close(fig)
+    return res
+
+
+class _Unused:
+    def detect(self, rgb):
+        raise RuntimeError("not used")
+
+    def close(self) -> None:
+        pass
+
+
+def node_throughput(clips: list[ClipInput], n: int = 12) -> dict:
+    """Back-to-back recognize requests to the perception node (all default recognizers) vs in-process."""
+    import rclpy
+    from affectsim_interfaces.action import Recognize
+    from rclpy.action import ActionClient
+
+    from affectsim_ros.launcher import GraphProcesses
+    from affectsim_ros.ros.bridge_client import BridgeClient
+    from affectsim_ros.ros.conversions import image_msg, to_time
+    from affectsim_ros.ros.env import ensure_loopback
+
+    names = ["pose-temporal", "rgb-clip", "committee", "majority", "uniform"]
+    recs = [RECOGNIZERS.create(x) for x in names]
+    t0 = time.perf_counter()
+    for k in range(n):
+        for r in recs:
+            r.predict(clips[k % len(clips)])
+    offline = n / (time.perf_counter() - t0)
+    for r in recs:
+        r.close()
+    with GraphProcesses("bench", nodes=("perception",), extra_params={"perception": {"recognizers": names}}) as g:
+        ensure_loopback(g.domain_id)
+        rclpy.init()
+        client = BridgeClient("bench_perception", topics=())
+        action = ActionClient(client.node, Recognize, "/affectsim/recognize")
+        if not action.wait_for_server(120):
+            raise TimeoutError("/affectsim/recognize not available within 120 s")
+        goals = [Recognize.Goal(frames=[image_msg(f, "rgb8", "clip", to_time(0.0)) for f in c.frames]) for c in clips]
+
+        def once(goal):
+            done = threading.Event()
+            box = {}
+            fut = action.send_goal_async(goal)
+            fut.add_done_callback(lambda f: (box.update(h=f.result()), done.set()))
+            done.wait(60)
+            rdone = threading.Event()
+            rf = box["h"].get_result_async()
+            rf.add_done_callback(lambda f: rdone.set())
+            rdone.wait(120)
+            return rf.result().result
+
+        once(goals[0])
+        t0 = time.perf_counter()
+        for k in range(n):
+            once(goals[k % len(goals)])
+        ros = n / (time.perf_counter() - t0)
+        client.close()
+        rclpy.shutdown()
+    return {"recognizers": names, "clips_per_s_node": ros, "clips_per_s_in_process": offline, "ratio": ros / offline}
+
+
+def run(out: Path | None = None, log=print) -> dict:
+    clips = _clips()
+    res: dict = {"inference_ms": {}, "model_only_ms": {}}
+    for name in LOCAL:
+        rec = RECOGNIZERS.create(name)
+        res["inference_ms"][name] = 1000 * np.mean([_time(lambda c=c: rec.predict(c), 1) for c in clips])
+        rec.close()
+    from affectsim_perception.person_model import BlazePose, clip_keypoints
+    from affectsim_perception.recognizers.committee import load_members
+    from affectsim_perception.recognizers.rgb_clip import small_frames
+
+    det = BlazePose()
+    kps = [clip_keypoints(det, c.frames) for c in clips]
+    pose, rgb = load_members()
+    res["model_only_ms"]["pose-temporal"] = 1000 * np.mean([_time(lambda k=k: pose.predict_keypoints(k), 3) for k in kps])
+    res["model_only_ms"]["rgb-clip"] = 1000 * np.mean([_time(lambda c=c: rgb.predict_small(small_frames(c.frames)), 3)
+                                                       for c in clips])
+    res["detector_ms_per_frame"] = {"224x224": 1000 * _time(lambda: det.detect(clips[0].frames[0]), 16),
+                                    "640x480": 1000 * _time(lambda: det.detect(_upscale(clips[0].frames[0])), 16)}
+    det.close()
+    log("[bench perception] inference per clip (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in res["inference_ms"].items())
+        + " (target <= 100 for the project's own)")
+    log("[bench perception] without the BlazePose pass (ms): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in res["model_only_ms"].items()))
+    log("[bench perception] BlazePose per frame (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in res["detector_ms_per_frame"].items()))
+    res["node"] = node_throughput(clips)
+    n = res["node"]
+    log(f"[bench perception] node, back-to-back requests (5 recognizers each): {n['clips_per_s_node']:.2f} clips/s vs "
+        f"{n['clips_per_s_in_process']:.2f} in-process -> ratio {n['ratio']:.2f}")
+    png = Path("docs/img/recognition_quality.png")
+    res["quality"] = quality(out_png=png)
+    for name, q in res["quality"].items():
+        log(f"[bench perception] {name:14s} test macro-F1 reference views {q['reference']['macro_f1']:.3f}, "
+            f"random views {q['random']['macro_f1']:.3f}; recall " + " ".join(f"{e[:3]} {v:.2f}" for e, v in q["recall"].items()))
+    log(f"[bench perception] {png}")
+    if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(res, indent=1, default=float))
+        os.replace(tmp, out)
+    return res
+
+
+def _upscale(frame: np.ndarray) -> np.ndarray:
+    from PIL import Image
+
+    return np.asarray(Image.fromarray(frame).resize((640, 480), Image.BILINEAR))

@@ -1,0 +1,127 @@
+"""The perception node over DDS: identical predictions to in-process recognizers, bad clips
+rejected while it keeps serving, and person detections from the camera stream."""
+
+import math
+import threading
+
+import numpy as np
+import pytest
+import rclpy
+from affectsim_interfaces.action import Recognize
+from affectsim_interfaces.msg import PersonDetections
+from rclpy.action import ActionClient
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from affectsim_bridge.backends.base import Action
+from affectsim_bridge.humans.library import Library, build
+from affectsim_perception.recognizers import RECOGNIZERS, ClipInput
+from affectsim_ros.launcher import GraphProcesses
+from affectsim_ros.ros.bridge_client import BridgeClient
+from affectsim_ros.ros.conversions import from_time, image_msg, to_time
+from affectsim_ros.ros.env import ensure_loopback
+
+import os
+
+NAMES = os.environ.get("AFFECTSIM_TEST_RECOGNIZERS", "pose-temporal,rgb-clip,committee,majority,uniform").split(",")
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory):
+    lib = tmp_path_factory.mktemp("lib") / "motions"
+    build(lib, seed=0, log=lambda s: None, ag_performers=1, ag_takes=1, oc_performances=5, oc_performers=1, dyadic=0)
+    logs = tmp_path_factory.mktemp("logs")
+    with GraphProcesses("bench", nodes=("bridge", "perception"), args={"mode": "lockstep"}, log_dir=logs,
+                        extra_params={"bridge": {"motion_library": str(lib)}, "perception": {"recognizers": NAMES}}) as g:
+        ensure_loopback(g.domain_id)
+        rclpy.init()
+        client = BridgeClient("perception_test_client", topics=("rgb", "depth"))
+        detections = []
+        client.node.create_subscription(PersonDetections, "/affectsim/person_detections", detections.append,
+                                        QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
+        action = ActionClient(client.node, Recognize, "/affectsim/recognize")
+        client.wait_for_bridge(90)
+        assert action.wait_for_server(90), (logs / "perception.log").read_text()
+        yield client, action, detections, lib
+        client.close()
+        rclpy.shutdown()
+        assert g.poll()["perception"] is None, (logs / "perception.log").read_text()
+
+
+def _recognize(action, frames, names=()):
+    goal = Recognize.Goal(frames=[image_msg(f, "rgb8", "clip", to_time(0.0)) for f in frames], recognizers=list(names))
+    done = threading.Event()
+    fut = action.send_goal_async(goal)
+    fut.add_done_callback(lambda f: done.set())
+    assert done.wait(30)
+    rdone = threading.Event()
+    rf = fut.result().get_result_async()
+    rf.add_done_callback(lambda f: rdone.set())
+    assert rdone.wait(120)
+    return rf.result()
+
+
+def _clip(client, lib):
+    """8 frames of a person in front of the robot, through the bridge, resized to 224x224."""
+    from affectsim_nav.clips import resize
+    from affectsim_ros.ros.conversions import image_to_array
+
+    mid = sorted(i for i, e in Library(lib).entries.items() if e["action"] == "standing")[0]
+    humans = [{"id": "target", "x": 3.8, "y": 2.5, "yaw": math.pi, "appearance": 0, "is_target": True,
+               "motion_id": mid, "phase": 0.0}]
+    assert client.load("test_apartment", 1.5, 2.5, 0.0, humans=humans).success
+    frames = []
+    for _ in range(8):
+        _, rgb, _ = client.step_and_frame(Action.STOP)
+        frames.append(resize(image_to_array(rgb)))
+    return np.stack(frames)
+
+
+def test_predictions_match_in_process_recognizers(graph):
+    client, action, _, lib = graph
+    frames = _clip(client, lib)
+    res = _recognize(action, frames)
+    from action_msgs.msg import GoalStatus
+
+    assert res.status == GoalStatus.STATUS_SUCCEEDED
+    got = {p.recognizer: p for p in res.result.predictions}
+    assert list(got) == NAMES
+    for name in NAMES:
+        rec = RECOGNIZERS.create(name)
+        want = rec.predict(ClipInput(frames))
+        rec.close()
+        assert got[name].label == want.label and got[name].outcome == "ok"
+        assert np.array_equal(np.array(got[name].probs, np.float32), want.probs.astype(np.float32))
+        assert got[name].seconds >= 0
+
+
+def test_bad_clips_are_rejected_and_the_node_keeps_serving(graph):
+    _, action, _, _ = graph
+    from action_msgs.msg import GoalStatus
+
+    res = _recognize(action, np.zeros((7, 224, 224, 3), np.uint8))
+    assert res.status == GoalStatus.STATUS_ABORTED and "clip.frames" in res.result.message
+    res = _recognize(action, np.zeros((8, 100, 100, 3), np.uint8))
+    assert res.status == GoalStatus.STATUS_ABORTED and "224" in res.result.message
+    res = _recognize(action, np.zeros((8, 224, 224, 3), np.uint8), names=["nope"])
+    assert res.status == GoalStatus.STATUS_ABORTED and "nope" in res.result.message
+    res = _recognize(action, np.zeros((8, 224, 224, 3), np.uint8), names=["uniform"])
+    assert res.status == GoalStatus.STATUS_SUCCEEDED and res.result.predictions[0].recognizer == "uniform"
+
+
+def test_person_detections_follow_the_camera_stream(graph):
+    client, _, detections, lib = graph
+    _clip(client, lib)
+    res, _, _ = client.step_and_frame(Action.STOP)
+    t = from_time(res.stamp)
+    deadline = threading.Event()
+    for _ in range(100):
+        hits = [d for d in detections if abs(from_time(d.header.stamp) - t) < 1e-6]
+        if hits:
+            break
+        deadline.wait(0.1)
+    assert hits, "no detections for the newest frame"
+    d = hits[0]
+    assert d.header.frame_id == "head_camera_rgb_optical_frame" and len(d.people) == 1
+    p = d.people[0]
+    assert len(p.keypoints) == 99 and p.x0 < p.x1 and p.y0 < p.y1
+    assert 1.8 < p.position.z < 2.8  # the person stands 2.3 m ahead; depth at the torso

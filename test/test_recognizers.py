@@ -1,0 +1,85 @@
+"""Recognizer registry: every shipped recognizer gives 5 probabilities summing to 1 and a label,
+deterministically; checkpoints are verified; bad clips and corrupt weights are named."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from affectsim_perception.recognizers import EMOTIONS, RECOGNIZERS, ClipInput, load_checkpoint
+from affectsim_perception.recognizers.base import CHECKPOINT_DIR
+
+LOCAL = [n for n in RECOGNIZERS.names() if n != "vlm-openai"]  # the VLM client: test_vlm_client.py
+
+
+@pytest.fixture(scope="module")
+def clips():
+    from affectsim_bridge.backends.base import CameraIntrinsics, HumanPlacement
+    from affectsim_bridge.backends.mujoco_backend import MujocoBackend
+    from affectsim_bridge.humans.generator import generate
+    from affectsim_bridge.humans.preview import studio_scene
+    from affectsim_bridge.humans.styles import Performer
+    from affectsim_nav.clips import resize
+    from affectsim_ros.core.geometry import Pose2D, Transform, look_at_rotation
+
+    b = MujocoBackend()
+    out = []
+    for k, emotion in enumerate(("happy", "sad")):
+        m = generate("r", "standing", emotion, Performer.sample(f"R{k}", np.random.default_rng(k)), 1,
+                     scenario="gestures")
+        b.load(studio_scene(m), Pose2D(8.0, -8.0, 0.0), (HumanPlacement("p", 0.0, 0.0, 0.0, motion=m),))
+        pos = np.array([2.6, 0.0, 1.1])
+        cam = Transform(look_at_rotation(pos, np.array([0.0, 0.0, 0.9])), pos)
+        frames = []
+        for t in np.linspace(0, 2 * m.duration, 8, endpoint=False):
+            b.set_time(float(t))
+            frames.append(resize(b.render_camera(cam, CameraIntrinsics.from_vfov(640, 480, 0.817)).rgb))
+        out.append(ClipInput(np.stack(frames)))
+    b.close()
+    out.append(ClipInput(np.zeros((8, 224, 224, 3), np.uint8)))  # nobody in view
+    return out
+
+
+@pytest.mark.parametrize("name", LOCAL)
+def test_every_recognizer_gives_probabilities_and_is_deterministic(name, clips):
+    rec = RECOGNIZERS.create(name)
+    try:
+        for clip in clips:
+            a, b = rec.predict(clip), rec.predict(clip)
+            assert a.probs.shape == (5,) and a.probs.sum() == pytest.approx(1.0) and (a.probs >= 0).all()
+            assert a.outcome == "ok" and a.label in EMOTIONS
+            assert np.array_equal(a.probs, b.probs) and a.label == b.label
+    finally:
+        rec.close()
+
+
+@pytest.mark.parametrize("name", ["pose-temporal", "rgb-clip", "committee", "majority"])
+def test_shipped_checkpoints_have_manifests_and_reload_identically(name, clips):
+    ck = load_checkpoint(name)
+    m = ck.manifest
+    assert m["recognizer"] == name and len(m["weights_sha256"]) == 64
+    assert set(m["dataset_splits_sha256"]) == {"train", "val", "test"} and "code_version" in m and "seed" in m
+    assert (CHECKPOINT_DIR / name / "weights.npz").stat().st_size < 20 * 2 ** 20
+    if name != "majority":
+        assert m["metrics"]["test"]["good_view"]["n"] > 100
+        assert set(m["subsets"]) == {"train", "val", "test"}
+    first = RECOGNIZERS.create(name).predict(clips[0]).probs
+    assert np.array_equal(first, RECOGNIZERS.create(name).predict(clips[0]).probs)  # a reload, same outputs
+    with pytest.raises(ValueError):
+        next(iter(ck.arrays.values()))[...] = 0  # read-only
+
+
+def test_corrupt_or_empty_checkpoints_are_named(tmp_path):
+    shutil.copytree(CHECKPOINT_DIR / "majority", tmp_path / "majority")
+    w = tmp_path / "majority" / "weights.npz"
+    w.write_bytes(w.read_bytes()[:-10] + b"0123456789")
+    with pytest.raises(ValueError, match="SHA-256"):
+        load_checkpoint("majority", tmp_path)
+    w.write_bytes(b"")
+    with pytest.raises(ValueError, match="non-empty"):
+        load_checkpoint("majority", tmp_path)
+    (tmp_path / "majority" / "manifest.json").write_text("{")
+    with pytest.raises(ValueError, match="valid JSON"):
+        load_checkpoint("majority", tmp_path)
+    with pytest.raises(ValueError, match="affectsim train nope"):
+        load_checkpoint("nope", tmp_path)
