@@ -15,17 +15,14 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from pathlib import Path
 import threading
 
-import rclpy
 from affectsim_interfaces.srv import ApplyAction, LoadWorld
 from geometry_msgs.msg import PoseArray, PoseStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -44,6 +41,7 @@ from affectsim_bridge.backends.base import (
     RobotConfig,
 )
 from affectsim_bridge.scene import load_scene
+from affectsim_ros.ros.node_main import run_node
 from affectsim_ros.core.errors import AffectSimError, InvalidInput
 from affectsim_ros.core.geometry import Pose2D, Transform
 from affectsim_ros.ros import conversions as cv
@@ -335,24 +333,7 @@ def _link_tf(links: dict[str, Transform], child: str) -> Transform:
 
 
 def main(args: list[str] | None = None) -> None:
-    from affectsim_ros.ros.env import ensure_loopback
-
-    ensure_loopback()
-    try:
-        with rclpy.init(args=args):
-            try:
-                node = BridgeNode()
-            except (AffectSimError, ValueError, KeyError) as exc:
-                print(f"[bridge] cannot start: {exc}", file=sys.stderr)
-                sys.exit(2)
-            executor = MultiThreadedExecutor(num_threads=3)
-            executor.add_node(node)
-            try:
-                executor.spin()
-            finally:
-                node.destroy_node()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    run_node(BridgeNode, "bridge", args, threads=3)
 
 
 if __name__ == "__main__":

@@ -19,14 +19,11 @@ give identical trajectories for the same episode.
 from __future__ import annotations
 
 import math
-import sys
 import threading
 
-import rclpy
 from affectsim_interfaces.action import AcquireObservation, FollowPerson, Handoff, SearchPerson
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
 import affectsim_nav.baseline  # noqa: F401  (registers the baseline policy)
@@ -34,6 +31,7 @@ from affectsim_nav.active import ActiveEpisode, sighting_feedback
 from affectsim_nav.executor import MAX_ACTIONS, MAX_PLANNER_CALLS
 from affectsim_nav.policy import POLICIES, Policy
 from affectsim_nav.ros_world import TOPICS, RosWorld
+from affectsim_ros.ros.node_main import run_node
 from affectsim_ros.core.errors import AffectSimError, InvalidInput
 from affectsim_ros.ros.bridge_client import BridgeClient
 from affectsim_ros.ros.conversions import to_time
@@ -223,24 +221,7 @@ class NavNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    from affectsim_ros.ros.env import ensure_loopback
-
-    ensure_loopback()
-    try:
-        with rclpy.init(args=args):
-            try:
-                node = NavNode()
-            except (AffectSimError, ValueError, KeyError) as exc:
-                print(f"[nav] cannot start: {exc}", file=sys.stderr)
-                sys.exit(2)
-            executor = MultiThreadedExecutor(num_threads=4)
-            executor.add_node(node)
-            try:
-                executor.spin()
-            finally:
-                node.destroy_node()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    run_node(NavNode, "nav", args, threads=4)
 
 
 if __name__ == "__main__":

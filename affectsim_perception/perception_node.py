@@ -16,23 +16,21 @@ predictions through ROS and in-process.
 from __future__ import annotations
 
 import math
-import sys
 import threading
 import time
 
 import numpy as np
-import rclpy
 from affectsim_interfaces.action import Recognize
 from affectsim_interfaces.msg import PersonDetection, PersonDetections, RecognizerPrediction
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
-from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 
 from affectsim_perception.person_model import BlazePose
 from affectsim_perception.recognizers import RECOGNIZERS, ClipInput, Prediction, Recognizer
+from affectsim_ros.ros.node_main import run_node
 from affectsim_ros.core.errors import AffectSimError, InvalidInput
 from affectsim_ros.ros.conversions import from_time, image_to_array
 
@@ -156,24 +154,7 @@ class PerceptionNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    from affectsim_ros.ros.env import ensure_loopback
-
-    ensure_loopback()
-    try:
-        with rclpy.init(args=args):
-            try:
-                node = PerceptionNode()
-            except (AffectSimError, ValueError, KeyError) as exc:
-                print(f"[perception] cannot start: {exc}", file=sys.stderr)
-                sys.exit(2)
-            executor = MultiThreadedExecutor(num_threads=3)
-            executor.add_node(node)
-            try:
-                executor.spin()
-            finally:
-                node.destroy_node()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+    run_node(PerceptionNode, "perception", args, threads=3)
 
 
 if __name__ == "__main__":

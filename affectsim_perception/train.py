@@ -172,6 +172,24 @@ def fit_committee(member_probs: np.ndarray, y: np.ndarray, log: Callable[[str], 
                                                       "val_log_likelihood": round(best[1], 4)}
 
 
+def _fit_temperature(logits, y: np.ndarray) -> float:
+    """Softmax temperature minimising the val negative log-likelihood (calibration for committees)."""
+    import torch
+
+    temp = torch.ones(1, requires_grad=True)
+    opt = torch.optim.LBFGS([temp], lr=0.1, max_iter=50)
+    yt = torch.tensor(y, dtype=torch.long)
+
+    def closure():
+        opt.zero_grad()
+        loss = torch.nn.functional.cross_entropy(logits / temp.clamp(min=0.05), yt)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    return float(temp.clamp(min=0.05).item())
+
+
 def fit_mlp(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: int,
             log: Callable[[str], None] = print, hidden: tuple[int, ...] = (128, 64), epochs: int = 80,
             lr: float = 1e-3, weight_decay: float = 1e-3, dropout: float = 0.3) -> tuple[dict, dict]:
@@ -215,20 +233,9 @@ def fit_mlp(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: 
     net.eval()
     with torch.no_grad():
         logits = net(xvt)
-    temp = torch.ones(1, requires_grad=True)  # temperature on val (NLL), for calibrated committees
-    opt_t = torch.optim.LBFGS([temp], lr=0.1, max_iter=50)
-    yvt = torch.tensor(yv, dtype=torch.long)
-
-    def closure():
-        opt_t.zero_grad()
-        loss = torch.nn.functional.cross_entropy(logits / temp.clamp(min=0.05), yvt)
-        loss.backward()
-        return loss
-
-    opt_t.step(closure)
     linear = [m for m in net if isinstance(m, torch.nn.Linear)]
     weights = {"mu": mu.astype(np.float32), "sd": sd.astype(np.float32),
-               "temperature": np.array(float(temp.clamp(min=0.05).item()), np.float32)}
+               "temperature": np.array(_fit_temperature(logits, yv), np.float32)}
     for i, m in enumerate(linear):
         weights[f"W{i}"] = m.weight.detach().numpy().T.copy()
         weights[f"b{i}"] = m.bias.detach().numpy().copy()
@@ -304,20 +311,9 @@ def fit_rgb_clip(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, s
     net.eval()
     with torch.no_grad():
         logits = net(xvt)
-    temp = torch.ones(1, requires_grad=True)
-    opt_t = torch.optim.LBFGS([temp], lr=0.1, max_iter=50)
-    yvt = torch.tensor(yv, dtype=torch.long)
-
-    def closure():
-        opt_t.zero_grad()
-        loss = torch.nn.functional.cross_entropy(logits / temp.clamp(min=0.05), yvt)
-        loss.backward()
-        return loss
-
-    opt_t.step(closure)
     weights = {k.replace("convs.", "conv"): v.detach().numpy().copy() for k, v in net.state_dict().items()}
     weights.update(mean=mean.astype(np.float32), std=std.astype(np.float32),
-                   temperature=np.array(float(temp.clamp(min=0.05).item()), np.float32))
+                   temperature=np.array(_fit_temperature(logits, yv), np.float32))
     ref = logits[0].numpy()
     got = clip_logits(weights, np.asarray(xv[0]))
     if not np.allclose(ref, got, atol=1e-3):

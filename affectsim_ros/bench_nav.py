@@ -14,9 +14,7 @@ is observed in all four settings by two worker processes (both cores):
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import time
 from collections import Counter, defaultdict
 from multiprocessing import get_context
@@ -28,6 +26,7 @@ from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
 from affectsim_bridge.humans.library import Library
 from affectsim_bridge.scene import load_scene
 from affectsim_bridge.scene_generator import SCENES_DIR
+from affectsim_ros.core.atomic import write_json
 from affectsim_ros.core.errors import InvalidInput
 from affectsim_ros.dataset.episodes import DATASET_DIR, load_split
 
@@ -153,9 +152,6 @@ def run(out: Path | None = None, episodes: int = 100, workers: int = 2, split: s
     for fam, v in res["visible"].items():
         log(f"[bench nav]   {fam:24s} {v['p_init']:6.2f} {v['p_ref']:6.2f} {v['p_mon']:6.2f} {v['a_obs']:6.2f}")
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(res, indent=1, default=float))
-        os.replace(tmp, out)
+        write_json(out, res, indent=1, default=float)
         log(f"[bench nav] {out}")
     return res

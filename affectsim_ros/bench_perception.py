@@ -12,8 +12,6 @@
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
 from pathlib import Path
@@ -23,6 +21,7 @@ import numpy as np
 from affectsim_bridge.humans.features import macro_f1
 from affectsim_perception.recognizers import EMOTIONS, RECOGNIZERS, ClipInput
 from affectsim_perception.training_data import DATA_DIR, VIEWS, load_clips
+from affectsim_ros.core.atomic import write_json
 
 LOCAL = ("pose-temporal", "rgb-clip", "committee", "majority", "uniform")
 
@@ -203,10 +202,7 @@ def run(out: Path | None = None, log=print) -> dict:
             f"random views {q['random']['macro_f1']:.3f}; recall " + " ".join(f"{e[:3]} {v:.2f}" for e, v in q["recall"].items()))
     log(f"[bench perception] {png}")
     if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(res, indent=1, default=float))
-        os.replace(tmp, out)
+        write_json(out, res, indent=1, default=float)
     return res
 
 

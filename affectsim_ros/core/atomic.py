@@ -30,3 +30,15 @@ def staged_dir(out: Path, prefix: str) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def write_json(path: Path, obj, **dumps_kwargs) -> Path:
+    """Write ``obj`` as JSON to ``path`` through a temporary file and a rename."""
+    import json
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj, **dumps_kwargs))
+    os.replace(tmp, path)
+    return path

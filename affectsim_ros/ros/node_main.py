@@ -1,0 +1,35 @@
+"""One entry point for every node process: DDS on loopback, a clear message on bad parameters."""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+from rclpy.node import Node
+
+from affectsim_ros.core.errors import AffectSimError
+
+
+def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = None, threads: int = 3) -> None:
+    """Create the node with ``factory`` and spin it on a multi-threaded executor until shutdown;
+    a construction error (bad parameter, missing checkpoint) exits with status 2 and the reason."""
+    from affectsim_ros.ros.env import ensure_loopback
+
+    ensure_loopback()
+    try:
+        with rclpy.init(args=args):
+            try:
+                node = factory()
+            except (AffectSimError, ValueError, KeyError) as exc:
+                print(f"[{name}] cannot start: {exc}", file=sys.stderr)
+                sys.exit(2)
+            executor = MultiThreadedExecutor(num_threads=threads)
+            executor.add_node(node)
+            try:
+                executor.spin()
+            finally:
+                node.destroy_node()
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
