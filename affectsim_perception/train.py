@@ -172,6 +172,36 @@ def fit_committee(member_probs: np.ndarray, y: np.ndarray, log: Callable[[str], 
                                                       "val_log_likelihood": round(best[1], 4)}
 
 
+def _fit_epochs(net, opt, batches, predict_val, yv: np.ndarray, epochs: int, log: Callable[[str], None], tag: str,
+                every: int = 1) -> list[float]:
+    """The epoch loop shared by the trainers: cross-entropy steps over ``batches()`` ((input, target)
+    pairs), val macro-F1 after each epoch, progress with ETA every ``every`` epochs; leaves ``net``
+    at its best val epoch in eval mode and returns the val macro-F1 per epoch."""
+    import torch
+
+    best, best_state, history = -1.0, None, []
+    t0 = time.monotonic()
+    for epoch in range(epochs):
+        net.train()
+        for inp, target in batches():
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(inp), target).backward()
+            opt.step()
+        net.eval()
+        with torch.no_grad():
+            f1 = macro_f1(yv, predict_val())
+        history.append(round(f1, 4))
+        if f1 > best:
+            best, best_state = f1, {k: v.clone() for k, v in net.state_dict().items()}
+        if (epoch + 1) % every == 0:
+            el = time.monotonic() - t0
+            log(f"[train] {tag} {epoch + 1}/{epochs}: val macro-F1 {f1:.3f} (best {best:.3f}), {el:.0f} s, "
+                f"ETA {el / (epoch + 1) * (epochs - epoch - 1):.0f} s")
+    net.load_state_dict(best_state)
+    net.eval()
+    return history
+
+
 def _fit_temperature(logits, y: np.ndarray) -> float:
     """Softmax temperature minimising the val negative log-likelihood (calibration for committees)."""
     import torch
@@ -211,26 +241,12 @@ def fit_mlp(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: 
     net = torch.nn.Sequential(*layers)
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=weight_decay)
     gen = torch.Generator().manual_seed(seed)
-    best, best_state, history = -1.0, None, []
-    t0 = time.monotonic()
-    for epoch in range(epochs):
-        net.train()
+
+    def batches():
         for idx in torch.randperm(len(xt), generator=gen).split(256):
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(net(xt[idx]), yt[idx]).backward()
-            opt.step()
-        net.eval()
-        with torch.no_grad():
-            f1 = macro_f1(yv, net(xvt).argmax(1).numpy())
-        history.append(round(f1, 4))
-        if f1 > best:
-            best, best_state = f1, {k: v.clone() for k, v in net.state_dict().items()}
-        if (epoch + 1) % 10 == 0:
-            el = time.monotonic() - t0
-            log(f"[train] epoch {epoch + 1}/{epochs}: val macro-F1 {f1:.3f} (best {best:.3f}), {el:.0f} s, "
-                f"ETA {el / (epoch + 1) * (epochs - epoch - 1):.0f} s")
-    net.load_state_dict(best_state)
-    net.eval()
+            yield xt[idx], yt[idx]
+
+    history = _fit_epochs(net, opt, batches, lambda: net(xvt).argmax(1).numpy(), yv, epochs, log, "epoch", every=10)
     with torch.no_grad():
         logits = net(xvt)
     linear = [m for m in net if isinstance(m, torch.nn.Linear)]
@@ -286,29 +302,16 @@ def fit_rgb_clip(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, s
     gen = torch.Generator().manual_seed(seed)
     yt = torch.tensor(y, dtype=torch.long)
     xvt = tensor(xv)
-    best, best_state, history = -1.0, None, []
-    t0 = time.monotonic()
-    for epoch in range(epochs):
-        net.train()
+
+    def batches():
         for idx in torch.randperm(len(y), generator=gen).split(64):
             batch = tensor(x[np.sort(idx.numpy())])
             target = yt[np.sort(idx.numpy())]
             flip = torch.rand(len(batch), generator=gen) < 0.5
             batch[flip] = batch[flip].flip(-1)
-            opt.zero_grad()
-            torch.nn.functional.cross_entropy(net(batch), target).backward()
-            opt.step()
-        net.eval()
-        with torch.no_grad():
-            f1 = macro_f1(yv, net(xvt).argmax(1).numpy())
-        history.append(round(f1, 4))
-        if f1 > best:
-            best, best_state = f1, {k: v.clone() for k, v in net.state_dict().items()}
-        el = time.monotonic() - t0
-        log(f"[train] rgb-clip epoch {epoch + 1}/{epochs}: val macro-F1 {f1:.3f} (best {best:.3f}), {el:.0f} s, "
-            f"ETA {el / (epoch + 1) * (epochs - epoch - 1):.0f} s")
-    net.load_state_dict(best_state)
-    net.eval()
+            yield batch, target
+
+    history = _fit_epochs(net, opt, batches, lambda: net(xvt).argmax(1).numpy(), yv, epochs, log, "rgb-clip epoch")
     with torch.no_grad():
         logits = net(xvt)
     weights = {k.replace("convs.", "conv"): v.detach().numpy().copy() for k, v in net.state_dict().items()}
