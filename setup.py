@@ -1,4 +1,4 @@
-"""ament_python package ``affectsim``: installs the four Python packages, console scripts, launch and config."""
+"""ament_python package ``affectsim``: installs the five Python packages, console scripts, launch and config."""
 
 from glob import glob
 
@@ -10,7 +10,7 @@ VERSION = "0.1.0"  # keep equal to package.xml (checked by test/test_packaging.p
 setup(
     name=PACKAGE,
     version=VERSION,
-    packages=find_packages(include=["affectsim_ros*", "affectsim_bridge*", "affectsim_nav*", "affectsim_perception*"]),
+    packages=find_packages(include=["affectsim_ros*", "affectsim_bridge*", "affectsim_nav*", "affectsim_perception*", "affectsim_eval*"]),
     package_data={"affectsim_bridge": ["scenes/*.yaml"], "affectsim_perception": ["checkpoints/*/*"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),

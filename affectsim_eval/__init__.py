@@ -1,0 +1,1 @@
+"""Benchmark evaluation: metrics, results store, episode evaluation, runners and reports."""

@@ -1,0 +1,419 @@
+"""Benchmark metrics of PROTOCOL.md section 8 (paper section 4.3), ROS-free.
+
+Labels are emotion names from :data:`EMOTIONS` or their indices 0..4. A prediction may also be
+``None`` or ``-1``: no prediction (unparseable answer, failed recognizer). It is wrong for every
+class: it adds a false negative to the true class and a false positive to none.
+
+Scores are fractions in [0, 1] (the paper prints percentages: multiply by 100). Lengths are
+metres in the ``map`` frame.
+
+Paired episode record, the input of every metric class in :data:`METRICS`::
+
+    {"episode_id": "test_ag_000000",
+     "family": "action_grounded",
+     "label": "happy",                                  # ground truth
+     "predictions": {recognizer: {setting: label or None}},   # settings: p_init, p_ref, p_mon, a_obs
+     "a_obs": {"path_length": 12.5,                     # translation executed by A-Obs (m)
+               "fallback": False,                       # A-Obs fell back to the P-Init clip
+               "diagnostics": {...}},                   # keys of affectsim_ros.bench_nav.table6
+     "d_star": {"1": 3.2, "3": 0.0, "5": None}}         # d*(r) in m; None: region empty/unreachable
+
+Every record holds the same recognizers and, per recognizer, the same settings, so that the
+settings are compared on the same episodes (paired). The recognizer name ``"group"`` is reserved.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from affectsim_bridge.navigable import NavigableSpace
+from affectsim_perception.recognizers.base import EMOTIONS
+from affectsim_ros.bench_nav import table6
+from affectsim_ros.core.errors import InvalidInput
+from affectsim_ros.core.registry import Registry
+
+SETTINGS = ("p_init", "p_ref", "p_mon", "a_obs")
+RADII = (1, 3, 5)  # E-SPL radii (m)
+GROUP = "group"  # reserved key: the result over recognizer means
+NO_PREDICTION = -1
+
+
+# ---------------------------------------------------------------------------------------------- labels
+def _index(label: Any, field: str, allow_none: bool) -> int:
+    """Class index 0..4 of ``label``; ``NO_PREDICTION`` for None / -1 when ``allow_none``."""
+    if isinstance(label, str):
+        if label in EMOTIONS:
+            return EMOTIONS.index(label)
+    elif isinstance(label, (int, np.integer)) and not isinstance(label, (bool, np.bool_)):
+        if 0 <= label < len(EMOTIONS):
+            return int(label)
+        if allow_none and label == NO_PREDICTION:
+            return NO_PREDICTION
+    elif label is None and allow_none:
+        return NO_PREDICTION
+    expected = f"one of {EMOTIONS} or an index 0..{len(EMOTIONS) - 1}"
+    raise InvalidInput(field, label, expected + (" (or None / -1: no prediction)" if allow_none else ""))
+
+
+def _indices(y_true: Sequence, y_pred: Sequence) -> tuple[np.ndarray, np.ndarray]:
+    if len(y_true) != len(y_pred):
+        raise InvalidInput("y_pred", f"{len(y_pred)} labels", f"as many labels as y_true ({len(y_true)})")
+    if len(y_true) == 0:
+        raise InvalidInput("y_true", list(y_true), "at least one label")
+    return (np.array([_index(y, "y_true", False) for y in y_true], int),
+            np.array([_index(y, "y_pred", True) for y in y_pred], int))
+
+
+# ---------------------------------------------------------------------------------------------- basic
+def per_class_f1(y_true: Sequence, y_pred: Sequence) -> dict[str, float]:
+    """F1 per emotion, 2 TP / (2 TP + FP + FN); 0 where that is 0 / 0 (no true, no predicted sample)."""
+    t, p = _indices(y_true, y_pred)
+    out = {}
+    for k, name in enumerate(EMOTIONS):
+        tp = int(((t == k) & (p == k)).sum())
+        denom = 2 * tp + int(((t != k) & (p == k)).sum()) + int(((t == k) & (p != k)).sum())
+        out[name] = 2 * tp / denom if denom else 0.0
+    return out
+
+
+def macro_f1(y_true: Sequence, y_pred: Sequence) -> float:
+    """Unweighted mean of the five per-class F1 scores (fraction).
+
+    The mean is always over all five classes; a class with F1 = 0 / 0 (absent from truth and
+    prediction, or precision + recall = 0) counts as 0, as sklearn's
+    ``f1_score(average="macro", labels=range(5), zero_division=0)``.
+    """
+    return float(np.mean(list(per_class_f1(y_true, y_pred).values())))
+
+
+def per_class_recall(y_true: Sequence, y_pred: Sequence) -> dict[str, float]:
+    """Recall per emotion (fraction); ``nan`` for a class without true samples."""
+    t, p = _indices(y_true, y_pred)
+    return {name: float((p[t == k] == k).mean()) if (t == k).any() else math.nan
+            for k, name in enumerate(EMOTIONS)}
+
+
+# ---------------------------------------------------------------------------------------------- paired
+def active_gain(m_aobs: float, m_pinit: float) -> float:
+    """Delta_gain(M) = M_AObs - M_PInit, in the units of M."""
+    return m_aobs - m_pinit
+
+
+def ogr(m_pinit: float, m_pref: float, m_aobs: float) -> float | None:
+    """Observation-gap recovery (M_AObs - M_PInit) / (M_PRef - M_PInit); None unless M_PRef > M_PInit.
+
+    Never clipped: negative when A-Obs is worse than P-Init, above 1 when it beats P-Ref.
+    """
+    if not m_pref > m_pinit:
+        return None
+    return (m_aobs - m_pinit) / (m_pref - m_pinit)
+
+
+def group_ogr(rows: Iterable[Mapping[str, float]]) -> float | None:
+    """OGR of group means: each of ``p_init``, ``p_ref``, ``a_obs`` averaged over the rows
+    (one row per recognizer), then :func:`ogr` of the three means."""
+    rows = list(rows)
+    if not rows:
+        raise InvalidInput("rows", rows, "at least one {p_init, p_ref, a_obs} row")
+    for row in rows:
+        missing = [s for s in ("p_init", "p_ref", "a_obs") if s not in row]
+        if missing:
+            raise InvalidInput("rows", dict(row), f"a row with keys p_init, p_ref, a_obs (missing {missing})")
+    mean = {s: float(np.mean([row[s] for row in rows])) for s in ("p_init", "p_ref", "a_obs")}
+    return ogr(mean["p_init"], mean["p_ref"], mean["a_obs"])
+
+
+def recovery_rate(y: Sequence, pinit_pred: Sequence, aobs_pred: Sequence) -> float | None:
+    """#{P-Init wrong and A-Obs right} / #{P-Init wrong} over paired episodes; None if P-Init is never wrong."""
+    t, pi = _indices(y, pinit_pred)
+    _, pa = _indices(y, aobs_pred)
+    wrong = pi != t
+    if not wrong.any():
+        return None
+    return float((pa[wrong] == t[wrong]).mean())
+
+
+def e_spl(correct: Sequence[bool], path_lengths: Sequence[float],
+          d_star: Sequence[float | None]) -> tuple[float | None, int]:
+    """E-SPL = (1/N_r) sum_i S_i d*_i / max(L_i, d*_i) over the episodes with a defined d*_i.
+
+    ``correct`` S_i (A-Obs prediction right), ``path_lengths`` L_i (m, translation executed),
+    ``d_star`` d*_i(r) (m; None or nan = empty or unreachable target region: excluded). A ratio
+    with L_i = d*_i = 0 is 1. Returns (value, N_r); value None when N_r = 0.
+    """
+    if not len(correct) == len(path_lengths) == len(d_star):
+        raise InvalidInput("lengths", (len(correct), len(path_lengths), len(d_star)),
+                           "equal lengths of correct, path_lengths and d_star")
+    total, n = 0.0, 0
+    for s, length, d in zip(correct, path_lengths, d_star):
+        if d is None or math.isnan(d):
+            continue
+        if not (math.isfinite(length) and length >= 0):
+            raise InvalidInput("path_length", length, "a finite length >= 0 (m)")
+        if not (math.isfinite(d) and d >= 0):
+            raise InvalidInput("d_star", d, "a finite length >= 0 (m), None or nan")
+        n += 1
+        if s:
+            denom = max(length, d)
+            total += d / denom if denom > 0 else 1.0
+    return (total / n if n else None), n
+
+
+# ---------------------------------------------------------------------------------------------- d*
+def annulus_points(anchor_xy: Sequence[float], r: float, tol: float = 0.1, step: float = 0.05) -> np.ndarray:
+    """Polar grid (N, 2) over r - tol <= |p - anchor| <= r + tol (m, map): radial step <= tol / 2,
+    arc step <= ``step`` on every ring."""
+    if not (math.isfinite(r) and r > 0):
+        raise InvalidInput("r", r, "a radius > 0 (m)")
+    if not (0 < tol < r and 0 < step):
+        raise InvalidInput("tol/step", (tol, step), "0 < tol < r and step > 0 (m)")
+    ax, ay = (float(v) for v in anchor_xy[:2])
+    rings = np.linspace(r - tol, r + tol, 5)  # step tol / 2, both bounds included
+    pts = []
+    for rho in rings:
+        n = max(8, math.ceil(2 * math.pi * rho / step))
+        a = np.arange(n) * (2 * math.pi / n)
+        pts.append(np.stack([ax + rho * np.cos(a), ay + rho * np.sin(a)], 1))
+    return np.concatenate(pts)
+
+
+def geodesic_to_nearest(nav: NavigableSpace, start_xy: Sequence[float], goals: np.ndarray,
+                        chunk: int = 2048) -> float:
+    """``min(nav.geodesic_distance(start, g) for g in goals)`` (m) in one query; inf if none reachable.
+
+    Same graph and visibility tests as :meth:`NavigableSpace.geodesic_distance`. Every pair
+    (goal, graph vertex v) costs dist(start, v) + |v - goal| and every goal costs |start - goal|
+    by a straight move; pairs are checked for a free segment in increasing cost, so the first
+    free one is the minimum and most pairs are never tested.
+    """
+    start = np.asarray(start_xy, float)[:2]
+    goals = np.atleast_2d(np.asarray(goals, float)).reshape(-1, 2)
+    if len(goals):
+        goals = goals[nav.is_free(goals)]
+    if len(goals) == 0 or not nav.is_free(start)[0]:
+        return math.inf
+    verts = nav.vertices
+    seen = nav._visible(start)
+    if len(seen):
+        from_start = (np.linalg.norm(verts[seen] - start, axis=1)[:, None] + nav._dist[seen]).min(axis=0)
+        via = np.nonzero(np.isfinite(from_start))[0]
+    else:
+        from_start, via = np.zeros(len(verts)), np.zeros(0, int)
+    # column 0: the straight move; column 1 + j: through vertex via[j]
+    cost = np.concatenate([np.linalg.norm(goals - start, axis=1)[:, None],
+                           from_start[via][None, :] + np.linalg.norm(goals[:, None] - verts[via][None], axis=-1)], 1)
+    order = np.argsort(cost, axis=None, kind="stable")
+    ends = np.concatenate([start[None], verts[via]])
+    lo, size = 0, 256
+    while lo < len(order):
+        idx = order[lo:lo + size]
+        g, col = np.divmod(idx, cost.shape[1])
+        direct = col == 0
+        # straight moves are tested start -> goal and vertex moves goal -> vertex, as _solve does
+        a = np.where(direct[:, None], start[None], goals[g])
+        b = np.where(direct[:, None], goals[g], ends[col])
+        free = nav.segment_free(a, b)
+        if free.any():
+            return float(cost.flat[idx[int(np.argmax(free))]])
+        lo, size = lo + size, min(2 * size, chunk)
+    return math.inf
+
+
+def d_star(nav: NavigableSpace, start_xy: Sequence[float], anchor_xy: Sequence[float], r: float,
+           tol: float = 0.1, step: float = 0.05) -> float | None:
+    """d*(r): shortest collision-free path (m) from the start to any navigable point whose distance
+    to the human anchor is within r +- tol (sampled by :func:`annulus_points`).
+
+    0 when the start itself lies in that annulus and is navigable; None when no sampled point of
+    the annulus is navigable or none is reachable. People are not obstacles (the static navmesh).
+    """
+    start = np.asarray(start_xy, float)[:2]
+    anchor = np.asarray(anchor_xy, float)[:2]
+    if not (np.isfinite(start).all() and np.isfinite(anchor).all()):
+        raise InvalidInput("start/anchor", (list(start), list(anchor)), "finite map coordinates (m)")
+    pts = annulus_points(anchor, r, tol, step)
+    if abs(np.linalg.norm(start - anchor) - r) <= tol and nav.is_navigable(start)[0]:
+        return 0.0
+    cands = pts[nav.is_navigable(pts)]
+    if len(cands) == 0:
+        return None
+    best = geodesic_to_nearest(nav, start, cands)
+    return best if math.isfinite(best) else None
+
+
+# ---------------------------------------------------------------------------------------------- records
+def _recognizers(records: Sequence[Mapping]) -> dict[str, tuple[str, ...]]:
+    """Recognizer -> settings, checked identical across the records (paired episodes)."""
+    if not records:
+        raise InvalidInput("records", list(records), "at least one paired episode record")
+    first = records[0].get("predictions")
+    if not isinstance(first, Mapping) or not first:
+        raise InvalidInput("predictions", first, "{recognizer: {setting: label}}",
+                           where=str(records[0].get("episode_id")))
+    layout = {rec: tuple(sorted(s)) for rec, s in first.items()}
+    for rec, settings in layout.items():
+        if rec == GROUP:
+            raise InvalidInput("recognizer", rec, f"a name other than the reserved {GROUP!r}")
+        for s in settings:
+            if s not in SETTINGS:
+                raise InvalidInput("setting", s, f"one of {SETTINGS}", where=str(records[0].get("episode_id")))
+    for r in records[1:]:
+        got = {rec: tuple(sorted(s)) for rec, s in r.get("predictions", {}).items()}
+        if got != layout:
+            raise InvalidInput("predictions", got, f"the same recognizers and settings in every record ({layout})",
+                               where=str(r.get("episode_id")))
+    return layout
+
+
+def _column(records: Sequence[Mapping], rec: str, setting: str) -> list:
+    return [r["predictions"][rec][setting] for r in records]
+
+
+def _need(layout: dict[str, tuple[str, ...]], rec: str, settings: Sequence[str], metric: str) -> None:
+    missing = [s for s in settings if s not in layout[rec]]
+    if missing:
+        raise InvalidInput(f"predictions[{rec!r}]", list(layout[rec]), f"settings {list(settings)} for {metric}")
+
+
+class Metric:
+    """A benchmark measure over paired episode records (see the module docstring)."""
+
+    id: str = ""
+    description: str = ""
+
+    def compute(self, records: Sequence[Mapping]) -> dict:
+        raise NotImplementedError
+
+
+METRICS: Registry[Metric] = Registry("metric")
+
+
+@METRICS.register("macro_f1")
+class MacroF1(Metric):
+    id = "macro_f1"
+    description = "Macro-F1 over the five emotions (fraction), per recognizer and setting."
+
+    def compute(self, records: Sequence[Mapping]) -> dict[str, dict[str, float]]:
+        labels = [r["label"] for r in records]
+        return {rec: {s: macro_f1(labels, _column(records, rec, s)) for s in settings}
+                for rec, settings in _recognizers(records).items()}
+
+
+@METRICS.register("per_class_recall")
+class PerClassRecall(Metric):
+    id = "per_class_recall"
+    description = "Recall per emotion (fraction; nan without true samples), per recognizer and setting."
+
+    def compute(self, records: Sequence[Mapping]) -> dict[str, dict[str, dict[str, float]]]:
+        labels = [r["label"] for r in records]
+        return {rec: {s: per_class_recall(labels, _column(records, rec, s)) for s in settings}
+                for rec, settings in _recognizers(records).items()}
+
+
+def _f1_rows(records: Sequence[Mapping], metric: str, settings: Sequence[str]) -> dict[str, dict[str, float]]:
+    layout = _recognizers(records)
+    labels = [r["label"] for r in records]
+    for rec in layout:
+        _need(layout, rec, settings, metric)
+    return {rec: {s: macro_f1(labels, _column(records, rec, s)) for s in settings} for rec in layout}
+
+
+@METRICS.register("active_gain")
+class ActiveGain(Metric):
+    id = "active_gain"
+    description = "Macro-F1(A-Obs) - Macro-F1(P-Init) per recognizer, and of the recognizer means."
+
+    def compute(self, records: Sequence[Mapping]) -> dict[str, float]:
+        rows = _f1_rows(records, self.id, ("p_init", "a_obs"))
+        out = {rec: active_gain(m["a_obs"], m["p_init"]) for rec, m in rows.items()}
+        out[GROUP] = float(np.mean(list(out.values())))  # mean of differences = difference of means
+        return out
+
+
+@METRICS.register("ogr")
+class OGR(Metric):
+    id = "ogr"
+    description = "Observation-gap recovery of Macro-F1 per recognizer (None unless P-Ref > P-Init), and of the means."
+
+    def compute(self, records: Sequence[Mapping]) -> dict[str, float | None]:
+        rows = _f1_rows(records, self.id, ("p_init", "p_ref", "a_obs"))
+        out = {rec: ogr(m["p_init"], m["p_ref"], m["a_obs"]) for rec, m in rows.items()}
+        out[GROUP] = group_ogr(rows.values())
+        return out
+
+
+@METRICS.register("recovery_rate")
+class RecoveryRate(Metric):
+    id = "recovery_rate"
+    description = "Share of P-Init errors that A-Obs gets right, per recognizer (None without P-Init errors)."
+
+    def compute(self, records: Sequence[Mapping]) -> dict[str, float | None]:
+        layout = _recognizers(records)
+        labels = [r["label"] for r in records]
+        for rec in layout:
+            _need(layout, rec, ("p_init", "a_obs"), self.id)
+        return {rec: recovery_rate(labels, _column(records, rec, "p_init"), _column(records, rec, "a_obs"))
+                for rec in layout}
+
+
+class ESPL(Metric):
+    """E-SPL@r per recognizer: {recognizer: {"value": fraction or None, "n_valid": N_r}}."""
+
+    radius: int = 0
+
+    def compute(self, records: Sequence[Mapping]) -> dict[str, dict[str, float | int | None]]:
+        layout = _recognizers(records)
+        key = str(self.radius)
+        lengths, stars = [], []
+        for r in records:
+            if key not in r.get("d_star", {}):
+                raise InvalidInput(f"d_star[{key!r}]", r.get("d_star"), "d* for every E-SPL radius (m or None)",
+                                   where=str(r.get("episode_id")))
+            lengths.append(float(r["a_obs"]["path_length"]))
+            stars.append(r["d_star"][key])
+        out = {}
+        for rec in layout:
+            _need(layout, rec, ("a_obs",), self.id)
+            correct = [_index(p, "a_obs prediction", True) == _index(r["label"], "label", False)
+                       for p, r in zip(_column(records, rec, "a_obs"), records)]
+            value, n = e_spl(correct, lengths, stars)
+            out[rec] = {"value": value, "n_valid": n}
+        return out
+
+
+@METRICS.register("e_spl@1")
+class ESPL1(ESPL):
+    id, radius = "e_spl@1", 1
+    description = "Emotion-aware SPL with the target region at 1 +- 0.1 m from the person."
+
+
+@METRICS.register("e_spl@3")
+class ESPL3(ESPL):
+    id, radius = "e_spl@3", 3
+    description = "Emotion-aware SPL with the target region at 3 +- 0.1 m from the person."
+
+
+@METRICS.register("e_spl@5")
+class ESPL5(ESPL):
+    id, radius = "e_spl@5", 5
+    description = "Emotion-aware SPL with the target region at 5 +- 0.1 m from the person."
+
+
+@METRICS.register("table6")
+class Table6(Metric):
+    id = "table6"
+    description = "A-Obs acquisition diagnostics of the paper's Table 6 (percentages and metres)."
+
+    def compute(self, records: Sequence[Mapping]) -> dict[str, float]:
+        if not records:
+            raise InvalidInput("records", list(records), "at least one paired episode record")
+        return table6([{"diagnostics": r["a_obs"]["diagnostics"]} for r in records])
+
+
+def compute_all(records: Sequence[Mapping], ids: Iterable[str] | None = None) -> dict[str, dict]:
+    """{metric id: result} for ``ids`` (default: every registered metric)."""
+    return {i: METRICS.create(i).compute(records) for i in (METRICS.names() if ids is None else ids)}
