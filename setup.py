@@ -31,6 +31,7 @@ setup(
             "bridge_node = affectsim_bridge.bridge_node:main",
             "nav_node = affectsim_nav.nav_node:main",
             "perception_node = affectsim_perception.perception_node:main",
+            "evaluator_node = affectsim_eval.evaluator_node:main",
         ],
     },
 )

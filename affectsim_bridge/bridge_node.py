@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 import threading
 
-from affectsim_interfaces.srv import ApplyAction, LoadWorld
+from affectsim_interfaces.srv import ApplyAction, LoadWorld, RenderViews
 from geometry_msgs.msg import PoseArray, PoseStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rcl_interfaces.msg import ParameterDescriptor
@@ -122,6 +122,7 @@ class BridgeNode(Node):
         load_group, step_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
         self.create_service(LoadWorld, "/affectsim/load_world", self._on_load, callback_group=load_group)
         self.create_service(ApplyAction, "/affectsim/apply_action", self._on_action, callback_group=step_group)
+        self.create_service(RenderViews, "/affectsim/render_views", self._on_render_views, callback_group=step_group)
         self.create_subscription(Twist, "/cmd_vel", self._on_cmd_vel, 10, callback_group=step_group)
 
         start = Pose2D(self.p["robot_x"], self.p["robot_y"], self.p["robot_yaw"])
@@ -298,6 +299,41 @@ class BridgeNode(Node):
             res.pose, res.stamp = cv.pose2d_msg(r.pose), cv.to_time(r.sim_time)
         except (AffectSimError, ValueError, TimeoutError, RuntimeError) as exc:
             res.success, res.message = False, str(exc)
+        return res
+
+    def _on_render_views(self, req: RenderViews.Request, res: RenderViews.Response) -> RenderViews.Response:
+        """Privileged views for the evaluator's passive settings (``affectsim_nav.runner.render_views``)."""
+        from affectsim_nav.clips import resize
+        from affectsim_nav.runner import View, render_views
+
+        try:
+            if self._resetting:
+                raise InvalidInput("world", self._resetting, "a loaded world (a reset is running; retry after it)")
+            n = len(req.times)
+            if len(req.robot_poses) != n or len(req.head_tilts) != n or len(req.cameras) not in (0, n):
+                raise InvalidInput("views", (n, len(req.robot_poses), len(req.head_tilts), len(req.cameras)),
+                                   "equal numbers of times, robot_poses and head_tilts, and 0 or as many cameras")
+            if n > 512 or req.size > 4096:
+                raise InvalidInput("views", (n, req.size), "at most 512 views and size <= 4096")
+            views = []
+            for i in range(n):
+                cam = None
+                if req.cameras:
+                    m = cv.matrix_from_pose_msg(req.cameras[i])
+                    cam = Transform(m[:3, :3], m[:3, 3])
+                p = req.robot_poses[i]
+                if not all(math.isfinite(v) for v in (req.times[i], p.x, p.y, p.theta, req.head_tilts[i])):
+                    raise InvalidInput(f"views[{i}]", (req.times[i], p.x, p.y, p.theta, req.head_tilts[i]), "finite values")
+                views.append(View(float(req.times[i]), Pose2D(p.x, p.y, p.theta), float(req.head_tilts[i]), cam))
+            frames, poses = self.world.call(lambda: render_views(self.backend, views), timeout=60.0)
+            stamp = cv.to_time(self.backend.sim_time)
+            res.frames = [cv.image_msg(resize(f, req.size) if req.size else f, "rgb8", OPTICAL_FRAME, stamp)
+                          for f in frames]
+            res.camera_poses = [cv.matrix_pose_msg(m) for m in poses]
+            res.success, res.message = True, ""
+        except (AffectSimError, ValueError, TimeoutError, RuntimeError) as exc:
+            res.success, res.message = False, str(exc)
+            self.get_logger().error(f"render_views rejected: {exc}")
         return res
 
     def _on_cmd_vel(self, msg: Twist) -> None:

@@ -28,13 +28,14 @@ from rclpy.node import Node
 
 import affectsim_nav.baseline  # noqa: F401  (registers the baseline policy)
 from affectsim_nav.active import ActiveEpisode, sighting_feedback
+from affectsim_nav.clips import sample_indices
 from affectsim_nav.executor import MAX_ACTIONS, MAX_PLANNER_CALLS
 from affectsim_nav.policy import POLICIES, Policy
 from affectsim_nav.ros_world import TOPICS, RosWorld
 from affectsim_ros.ros.node_main import run_node
 from affectsim_ros.core.errors import AffectSimError, InvalidInput
 from affectsim_ros.ros.bridge_client import BridgeClient
-from affectsim_ros.ros.conversions import to_time
+from affectsim_ros.ros.conversions import image_msg, matrix_pose_msg, to_time
 
 PARAMS: dict[str, tuple[object, str]] = {
     "policy": ("baseline", "default active-observation policy (registered name)"),
@@ -167,7 +168,18 @@ class NavNode(Node):
                 "planner_calls": d["planner_calls"], "attempted_translations": d["attempted_translations"],
                 "clipped_translations": d["clipped_translations"],
                 "trajectory": [Pose2DMsg(x=x, y=y, theta=th) for _, x, y, th in ep.log.trajectory],
-                "clip_stamps": [to_time(t) for t in ep.times]}
+                "clip_stamps": [to_time(t) for t in ep.times], **self._clip(ep)}
+
+    @staticmethod
+    def _clip(ep: ActiveEpisode) -> dict:
+        """The acquired clip's recognizer input (8 sampled 224x224 frames) and their camera poses."""
+        clip = ep.result().clip if ep.outcome == "handoff" else None
+        if clip is None or not clip.frames:
+            return {}
+        idx = sample_indices(len(clip.frames))
+        return {"clip_frames": [image_msg(f, "rgb8", "head_camera_rgb_optical_frame", to_time(t))
+                                for f, t in zip(clip.sampled(), clip.times[idx])],
+                "clip_camera_poses": [matrix_pose_msg(clip.camera_poses[i]) for i in idx]}
 
     # ------------------------------------------------------------------ the four actions
     def _acquire(self, handle):

@@ -78,65 +78,99 @@ class RayCaster:
         return (hit < 0) | (hit >= dist - 0.03)
 
 
-def p_init_clip(backend: SimulatorBackend, start: Pose2D, times: np.ndarray) -> Clip:
-    """Camera fixed at the robot's initial head-camera pose."""
-    backend.set_pose(start)
+@dataclass(frozen=True)
+class View:
+    """One privileged frame of a passive setting: sim ``time`` (s), robot base ``pose`` (map),
+    head ``tilt`` (rad, + down) and an explicit optical-frame ``camera`` (map; the room monitor)
+    or None for the robot's head camera. The bridge's RenderViews service renders the same specs."""
+
+    time: float
+    pose: Pose2D
+    tilt: float
+    camera: Transform | None = None
+
+
+def render_views(backend: SimulatorBackend, views: list[View]) -> tuple[list[np.ndarray], np.ndarray]:
+    """RGB frames (H, W, 3) and optical-frame poses (N, 4, 4, map) of ``views``; the robot pose,
+    head tilt and sim time are restored afterwards."""
+    pose0, tilt0, t0 = backend.pose, backend.robot.head_tilt, backend.sim_time
     frames, poses = [], []
-    for t in times:
-        backend.set_time(float(t))
-        f = backend.render_head_camera()
-        frames.append(f.rgb)
-        poses.append(_mat(f.pose))
-    return Clip("p_init", np.asarray(times), frames, np.stack(poses))
+    try:
+        for v in views:
+            backend.set_head(tilt=v.tilt)
+            backend.set_pose(v.pose)
+            backend.set_time(v.time)
+            f = (backend.render_head_camera() if v.camera is None
+                 else backend.render_camera(v.camera, backend.head_intrinsics))
+            frames.append(f.rgb)
+            poses.append(pose_matrix(f.pose if v.camera is None else v.camera))
+    finally:
+        backend.set_head(tilt=tilt0)
+        backend.set_pose(pose0)
+        backend.set_time(t0)
+    return frames, np.stack(poses) if poses else np.zeros((0, 4, 4))
+
+
+def p_init_views(start: Pose2D, tilt: float, times: np.ndarray) -> list[View]:
+    """Camera fixed at the robot's initial head-camera pose."""
+    return [View(float(t), start, tilt) for t in times]
+
+
+def p_mon_views(scene, start: Pose2D, tilt: float, room_id: str, times: np.ndarray) -> list[View]:
+    """The room's monitor camera (head-camera intrinsics: every setting shares them)."""
+    room = next((r for r in scene.rooms if r.id == room_id), None)
+    if room is None or room.monitor is None:
+        raise ValueError(f"monitor_room={room_id!r} is invalid; expected a room of scene {scene.id!r} with a monitor")
+    pos = np.asarray(room.monitor.position, float)
+    cam = Transform(look_at_rotation(pos, np.asarray(room.monitor.look_at, float)), pos)
+    return [View(float(t), start, tilt, cam) for t in times]
+
+
+def p_ref_views(backend, people: list[HumanPlacement], times: np.ndarray,
+                render: np.ndarray | None = None) -> tuple[list[View], ReferencePlan]:
+    """The reference observer's trajectory, planned over all clip ``times`` (privileged geometry of
+    ``backend``: navigable space, ray casts, head height) and viewed at the indices ``render``
+    (default all) from the robot's own head camera: the base stands at the planned point facing
+    the body, the head tilts to centre it."""
+    head = backend.link_transforms()["head_camera_rgb_optical_frame"].translation
+    track = body_track(people, times)
+    plan = plan_reference(track, backend.navigable, RayCaster(backend), float(head[2]), backend.head_intrinsics)
+    views = []
+    for n in (np.arange(len(times)) if render is None else np.asarray(render)):
+        centre = track.points[n].mean(0)
+        base = plan.base[n]
+        yaw = math.atan2(centre[1] - base[1], centre[0] - base[0])
+        horiz = max(0.3, float(np.hypot(*(centre[:2] - base))))
+        views.append(View(float(times[n]), Pose2D(float(base[0]), float(base[1]), yaw),
+                          math.atan2(float(head[2]) - float(centre[2]), horiz)))
+    return views, plan
+
+
+def clip_of(setting: str, views: list[View], rendered: tuple[list[np.ndarray], np.ndarray], **meta) -> Clip:
+    frames, poses = rendered
+    return Clip(setting, np.array([v.time for v in views]), frames, poses, meta=meta)
+
+
+def p_init_clip(backend: SimulatorBackend, start: Pose2D, times: np.ndarray) -> Clip:
+    views = p_init_views(start, backend.robot.head_tilt, times)
+    return clip_of("p_init", views, render_views(backend, views))
 
 
 def p_mon_clip(backend, start: Pose2D, room_id: str, times: np.ndarray) -> Clip:
-    """The room's monitor camera (head-camera intrinsics: every setting shares them)."""
-    room = next((r for r in backend.scene.rooms if r.id == room_id), None)
-    if room is None or room.monitor is None:
-        raise ValueError(f"monitor_room={room_id!r} is invalid; expected a room of scene {backend.scene.id!r} with a monitor")
-    pos = np.asarray(room.monitor.position, float)
-    cam = Transform(look_at_rotation(pos, np.asarray(room.monitor.look_at, float)), pos)
-    backend.set_pose(start)
-    frames = []
-    for t in times:
-        backend.set_time(float(t))
-        frames.append(backend.render_camera(cam, backend.head_intrinsics).rgb)
-    return Clip("p_mon", np.asarray(times), frames, np.repeat(_mat(cam)[None], len(times), 0))
+    views = p_mon_views(backend.scene, start, backend.robot.head_tilt, room_id, times)
+    return clip_of("p_mon", views, render_views(backend, views))
 
 
 def p_ref_clip(backend, people: list[HumanPlacement], start: Pose2D, times: np.ndarray,
                render: np.ndarray | None = None) -> tuple[Clip, ReferencePlan]:
-    """The reference observer's trajectory, planned over all clip ``times`` and rendered (at the
-    indices ``render``, default all) from the robot's own head camera: the base stands at the planned
-    point facing the body, the head tilts to centre it."""
-    head = backend.link_transforms()["head_camera_rgb_optical_frame"].translation
-    track = body_track(people, times)
-    plan = plan_reference(track, backend.navigable, RayCaster(backend), float(head[2]), backend.head_intrinsics)
-    idx = np.arange(len(times)) if render is None else np.asarray(render)
-    frames, poses = [], []
-    tilt0 = backend.robot.head_tilt
-    try:
-        for n in idx:
-            centre = track.points[n].mean(0)
-            base = plan.base[n]
-            yaw = math.atan2(centre[1] - base[1], centre[0] - base[0])
-            horiz = max(0.3, float(np.hypot(*(centre[:2] - base))))
-            backend.set_head(tilt=math.atan2(float(head[2]) - float(centre[2]), horiz))
-            backend.set_pose(Pose2D(float(base[0]), float(base[1]), yaw))
-            backend.set_time(float(times[n]))
-            f = backend.render_head_camera()
-            frames.append(f.rgb)
-            poses.append(_mat(f.pose))
-    finally:
-        backend.set_head(tilt=tilt0)
-        backend.set_pose(start)
-    clip = Clip("p_ref", np.asarray(times)[idx], frames, np.stack(poses),
-                meta={"frame": plan.frame, "distance": plan.distance, "angle": plan.angle})
+    views, plan = p_ref_views(backend, people, times, render)
+    clip = clip_of("p_ref", views, render_views(backend, views), frame=plan.frame, distance=plan.distance,
+                   angle=plan.angle)
     return clip, plan
 
 
-def _mat(t: Transform) -> np.ndarray:
+def pose_matrix(t: Transform) -> np.ndarray:
+    """4x4 homogeneous matrix of a transform (rotation, translation in metres)."""
     m = np.eye(4)
     m[:3, :3], m[:3, 3] = t.rotation, t.translation
     return m
@@ -212,11 +246,17 @@ def observe_episode(ep: dict, backend: SimulatorBackend, scene, load_motion, pol
         p = clips["p_init"]
         clips["a_obs"] = active.clip if active.clip is not None else Clip("a_obs", p.times, p.frames, p.camera_poses,
                                                                           fallback=True)
-    rays = RayCaster(backend)
     visible = {}
     for name, clip in clips.items():
         idx = sample_indices(len(clip.frames))
-        track = body_track(people, clip.times[idx])
-        visible[name] = float(np.mean([view_quality(track.points[n], clip.camera_poses[i], backend.head_intrinsics,
-                                                    rays)[0] for n, i in enumerate(idx)]))
+        visible[name] = visible_fraction(backend, people, clip.times[idx], clip.camera_poses[idx])
     return EpisodeObservations(clips, active, plan, visible)
+
+
+def visible_fraction(backend, people: list[HumanPlacement], times: np.ndarray, camera_poses: np.ndarray) -> float:
+    """Mean visible-body fraction of the target in views taken at ``times`` from ``camera_poses``
+    (N, 4, 4 optical frames in map): ground truth of ``backend``'s world, for evaluation only."""
+    rays = RayCaster(backend)
+    track = body_track(people, np.asarray(times, float))
+    return float(np.mean([view_quality(track.points[n], camera_poses[n], backend.head_intrinsics, rays)[0]
+                          for n in range(len(times))]))

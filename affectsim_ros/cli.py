@@ -231,7 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="affectsim", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     la = sub.add_parser("launch", help="run a node graph (like ros2 launch) with DDS on loopback")
-    la.add_argument("graph", choices=["bench"])
+    la.add_argument("graph", choices=["bench", "stack"],
+                    help="bench: the stack plus the evaluator (runs the benchmark, writes the report, exits); "
+                         "stack: bridge, nav and perception only")
     la.add_argument("args", nargs="*", help="launch arguments name:=value (scene, mode, real_time_factor, backend)")
     la.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: a fresh one per run)")
     la.add_argument("--params-file", default=None, help="YAML parameter file (default: config/bench.yaml)")

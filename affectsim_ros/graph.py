@@ -34,7 +34,8 @@ class LaunchArgument:
     check: Callable[[str], bool] | None = None
     expected: str = ""
     node: str = "bridge"  # parameter of this node
-    param_type: type = str
+    param_type: Callable[[str], object] = str
+    also: tuple[str, ...] = ()  # further nodes that take the same parameter
 
 
 def _is_float_in(lo: float, hi: float) -> Callable[[str], bool]:
@@ -48,11 +49,35 @@ def _is_float_in(lo: float, hi: float) -> Callable[[str], bool]:
     return check
 
 
+STACK = (NodeSpec("bridge", "bridge_node", "affectsim_bridge.bridge_node"),
+         NodeSpec("nav", "nav_node", "affectsim_nav.nav_node"),
+         NodeSpec("perception", "perception_node", "affectsim_perception.perception_node"))
 GRAPHS: dict[str, tuple[NodeSpec, ...]] = {
-    "bench": (NodeSpec("bridge", "bridge_node", "affectsim_bridge.bridge_node"),
-              NodeSpec("nav", "nav_node", "affectsim_nav.nav_node"),
-              NodeSpec("perception", "perception_node", "affectsim_perception.perception_node")),
+    "bench": (*STACK, NodeSpec("evaluator", "evaluator_node", "affectsim_eval.evaluator_node")),  # runs, then exits
+    "stack": STACK,  # the robot stack alone, for interactive use and your own clients
 }
+
+
+def _names(v: str) -> list[str]:
+    return [x.strip() for x in v.split(",") if x.strip()]
+
+
+def _recognizers_ok(v: str) -> bool:
+    import affectsim_perception.recognizers  # noqa: F401  (registers them)
+    from affectsim_perception.recognizers.base import RECOGNIZERS
+
+    return bool(_names(v)) and all(n in RECOGNIZERS for n in _names(v))
+
+
+def _policy_ok(v: str) -> bool:
+    import affectsim_nav.baseline  # noqa: F401
+    from affectsim_nav.policy import POLICIES
+
+    return v in POLICIES
+
+
+def _int_in(lo: int, hi: int) -> Callable[[str], bool]:
+    return lambda v: v.strip().lstrip("-").isdigit() and lo <= int(v) <= hi
 
 LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument("scene", "test_apartment", "scene to load: built-in id or scene file path",
@@ -62,6 +87,22 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument("real_time_factor", "1.0", "free_run: sim seconds per wall second",
                    check=_is_float_in(0.1, 10.0), expected="a number in [0.1, 10]", param_type=float),
     LaunchArgument("backend", "mujoco", "simulator backend", choices=("mujoco", "habitat")),
+    LaunchArgument("split", "test", "evaluator: dataset split", choices=("train", "val", "test"), node="evaluator"),
+    LaunchArgument("episodes", "100", "evaluator: stratified subset size (0 = the whole split)",
+                   check=_int_in(0, 1_000_000), expected="an integer >= 0", node="evaluator", param_type=int),
+    LaunchArgument("seed", "0", "evaluator: seed of the subset", check=_int_in(0, 2**31 - 1),
+                   expected="an integer >= 0", node="evaluator", param_type=int),
+    LaunchArgument("episode_ids", "", "evaluator: comma-separated episode ids instead of a subset (with episodes:=0)",
+                   node="evaluator", param_type=lambda v: _names(v) or [""]),
+    LaunchArgument("recognizers", "pose-temporal,rgb-clip,committee,majority,uniform",
+                   "comma-separated recognizers (perception node and evaluator)", check=_recognizers_ok,
+                   expected="comma-separated registered recognizer names", node="perception", param_type=_names,
+                   also=("evaluator",)),
+    LaunchArgument("policy", "baseline", "A-Obs policy (nav node and evaluator)", check=_policy_ok,
+                   expected="a registered policy name", node="nav", also=("evaluator",)),
+    LaunchArgument("output_dir", "results/bench", "evaluator: run directory (results.sqlite, report.md); "
+                   "an existing run there is resumed", check=lambda v: bool(v.strip()), expected="a directory path",
+                   node="evaluator"),
 )
 
 
@@ -100,5 +141,6 @@ def validate_launch_args(values: dict[str, str]) -> dict[str, dict[str, object]]
             raise InvalidInput(f"launch argument {name}", value, f"one of {', '.join(arg.choices)}")
         if arg.check is not None and not arg.check(value):
             raise InvalidInput(f"launch argument {name}", value, arg.expected)
-        overrides.setdefault(arg.node, {})[name] = arg.param_type(value)
+        for node in (arg.node, *arg.also):
+            overrides.setdefault(node, {})[name] = arg.param_type(value)
     return overrides

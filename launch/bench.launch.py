@@ -1,11 +1,14 @@
-"""``ros2 launch affectsim bench.launch.py [scene:=...] [mode:=lockstep|free_run] ...``
+"""``ros2 launch affectsim bench.launch.py [episodes:=100] [split:=test] [recognizers:=a,b] ...``
 
 Same graph, parameter file and argument checks as ``affectsim launch bench``
-(affectsim_ros/graph.py). Every node keeps DDS on loopback.
+(affectsim_ros/graph.py): bridge, nav, perception and the evaluator, which runs the episodes,
+writes the report and exits, and the launch shuts down with it. Every node keeps DDS on loopback.
 """
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable
+from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler, SetEnvironmentVariable
+from launch.event_handlers import OnProcessExit
+from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -16,11 +19,12 @@ def _nodes(context):
     values = {a.name: LaunchConfiguration(a.name).perform(context) for a in LAUNCH_ARGUMENTS}
     overrides = validate_launch_args(values)  # raises naming the bad argument
     params = LaunchConfiguration("params_file").perform(context)
-    return [
-        Node(package="affectsim", executable=spec.executable, name=spec.name, output="screen",
-             parameters=[params, overrides.get(spec.name, {})])
-        for spec in GRAPHS["bench"]
-    ]
+    nodes = {spec.name: Node(package="affectsim", executable=spec.executable, name=spec.name, output="screen",
+                             parameters=[params, overrides.get(spec.name, {})])
+             for spec in GRAPHS["bench"]}
+    done = RegisterEventHandler(OnProcessExit(target_action=nodes["evaluator"],
+                                              on_exit=[EmitEvent(event=Shutdown(reason="evaluation finished"))]))
+    return [*nodes.values(), done]
 
 
 def generate_launch_description() -> LaunchDescription:

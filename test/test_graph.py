@@ -19,7 +19,7 @@ AFFECTSIM = [sys.executable, "-m", "affectsim_ros.cli"]
 
 
 def _start(args, domain):
-    return subprocess.Popen([*AFFECTSIM, "launch", "bench", *args, "--domain-id", str(domain)],
+    return subprocess.Popen([*AFFECTSIM, "launch", "stack", *args, "--domain-id", str(domain)],
                             env=loopback_env(domain), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

@@ -11,7 +11,7 @@ from geometry_msgs.msg import Pose, Pose2D as Pose2DMsg, TransformStamped
 from nav_msgs.msg import OccupancyGrid
 from sensor_msgs.msg import CameraInfo, Image, LaserScan
 
-from affectsim_ros.core.geometry import Pose2D, Transform, quat_from_yaw, yaw_from_quat
+from affectsim_ros.core.geometry import Pose2D, Transform, matrix_to_quat, quat_from_yaw, quat_to_matrix, yaw_from_quat
 
 
 def to_time(t: float) -> Time:
@@ -82,6 +82,24 @@ def pose_msg(p: Pose2D, z: float = 0.0) -> Pose:
     w, x, y, zq = quat_from_yaw(p.yaw)
     msg.orientation.w, msg.orientation.x, msg.orientation.y, msg.orientation.z = w, x, y, zq
     return msg
+
+
+def matrix_pose_msg(m: np.ndarray) -> Pose:
+    """geometry_msgs/Pose of a 4x4 homogeneous transform."""
+    msg = Pose()
+    msg.position.x, msg.position.y, msg.position.z = (float(v) for v in m[:3, 3])
+    q = matrix_to_quat(np.asarray(m)[:3, :3])
+    msg.orientation.w, msg.orientation.x, msg.orientation.y, msg.orientation.z = (float(v) for v in q)
+    return msg
+
+
+def matrix_from_pose_msg(msg: Pose) -> np.ndarray:
+    """4x4 homogeneous transform of a geometry_msgs/Pose."""
+    o, p = msg.orientation, msg.position
+    m = np.eye(4)
+    m[:3, :3] = quat_to_matrix(np.array([o.w, o.x, o.y, o.z]))
+    m[:3, 3] = p.x, p.y, p.z
+    return m
 
 
 def pose2d_msg(p: Pose2D) -> Pose2DMsg:

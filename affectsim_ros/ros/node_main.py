@@ -18,6 +18,7 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
     from affectsim_ros.ros.env import ensure_loopback
 
     ensure_loopback()
+    node = None
     try:
         with rclpy.init(args=args):
             try:
@@ -33,3 +34,5 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
                 node.destroy_node()
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
+    if getattr(node, "error", None):  # a node that ran a job (the evaluator) and failed
+        sys.exit(1)

@@ -1,0 +1,238 @@
+"""``affectsim report RUN``: the paper's tables and figures from a run's results store, as
+``RUN/report.md`` (plus PNG figures in ``RUN/figures``), written atomically.
+
+Tables (percentages as in the paper): 3 Macro-F1 per recognizer and setting with Δgain and OGR;
+4 the complete set vs the new-observation subset (episodes where A-Obs made a stable handoff
+and did not fall back to P-Init); 5 Recovery Rate and E-SPL@r with valid counts; 6 the
+acquisition diagnostics next to the paper's; per-class recall and per-family Macro-F1 (Fig. 5).
+Figures: paired Macro-F1 per recognizer (Fig. 4) and top-down trajectory maps with the P-Init
+and A-Obs frames of example episodes (Fig. 6). "Group" rows average the trained recognizers;
+the ``majority`` and ``uniform`` references are listed but never averaged in.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from affectsim_eval.metrics import EMOTIONS, compute_all, group_ogr, macro_f1, ogr
+from affectsim_eval.store import ResultsStore
+from affectsim_ros.bench_nav import TABLE6
+from affectsim_ros.core.atomic import staged_dir
+from affectsim_ros.core.errors import InvalidInput
+
+REFERENCES = ("majority", "uniform")
+SETTINGS = ("p_init", "p_ref", "p_mon", "a_obs")
+NAMES = {"p_init": "P-Init", "p_ref": "P-Ref", "p_mon": "P-Mon", "a_obs": "A-Obs"}
+PAPER = {"open-source": {"p_init": 9.89, "p_ref": 15.56, "a_obs": 11.70, "ogr": 32.0},
+         "closed-source": {"p_init": 22.61, "p_ref": 30.78, "a_obs": 24.26, "ogr": 20.1}}
+MAPS = 4  # example episodes in the trajectory figure
+
+
+def _pct(v: float | None, nd: int = 1) -> str:
+    return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.{nd}f}"
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
+    out += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _only(records: Sequence[Mapping], names: Sequence[str]) -> list[dict]:
+    """Records restricted to the recognizers ``names``."""
+    keep = ("predictions",)
+    return [{**r, **{k: {n: r[k][n] for n in names} for k in keep}} for r in records]
+
+
+def summarize(records: Sequence[Mapping]) -> dict:
+    """Every number of the report (fractions), from ok records."""
+    if not records:
+        raise InvalidInput("records", 0, "at least one finished episode (run `affectsim eval` first)")
+    names = sorted(records[0]["predictions"])
+    models = [n for n in names if n not in REFERENCES]
+    m = compute_all(records)
+    f1 = m["macro_f1"]
+    group = {s: float(np.mean([f1[n][s] for n in models])) for s in SETTINGS} if models else {}
+    new = [r for r in records if not r["a_obs"]["fallback"]]
+    fams = sorted({r["family"] for r in records})
+    return {
+        "n": len(records), "recognizers": names, "models": models, "macro_f1": f1, "group": group,
+        "ogr": {n: ogr(f1[n]["p_init"], f1[n]["p_ref"], f1[n]["a_obs"]) for n in names},
+        "group_ogr": group_ogr([f1[n] for n in models]) if models else None,
+        "new_obs": {"n": len(new), "macro_f1": compute_all(new, ["macro_f1"])["macro_f1"] if new else None},
+        "recovery": m["recovery_rate"], "e_spl": {r: m[f"e_spl@{r}"] for r in (1, 3, 5)},
+        "table6": m["table6"], "recall": m["per_class_recall"],
+        "family": {f: {"n": sum(r["family"] == f for r in records),
+                       "macro_f1": compute_all([r for r in records if r["family"] == f], ["macro_f1"])["macro_f1"]}
+                   for f in fams},
+    }
+
+
+def validity(s: dict) -> list[str]:
+    """Whether the paper's findings hold here, with the numbers (group of trained recognizers)."""
+    g = s["group"]
+    if not g:
+        return ["No trained recognizer in this run: the findings concern trained recognizers."]
+    out = []
+    d = g["p_ref"] - g["p_init"]
+    out.append(f"- **P-Ref > P-Init** (observation quality matters): {'holds' if d > 0 else 'does not hold'} — "
+               f"{_pct(g['p_ref'])} vs {_pct(g['p_init'])} Macro-F1 ({100 * d:+.1f} points).")
+    d = g["p_mon"] - g["p_init"]
+    out.append(f"- **P-Mon ≈ P-Init** (a room monitor is no substitute): {'holds' if abs(d) < 0.03 else 'does not hold'} "
+               f"— {_pct(g['p_mon'])} vs {_pct(g['p_init'])} ({100 * d:+.1f} points; ≈ means within 3 points).")
+    d = g["a_obs"] - g["p_init"]
+    out.append(f"- **A-Obs > P-Init** (the active policy recovers part of the gap): "
+               f"{'holds' if d > 0 else 'does not hold'} — {_pct(g['a_obs'])} vs {_pct(g['p_init'])} "
+               f"({100 * d:+.1f} points).")
+    o = s["group_ogr"]
+    out.append(f"- **OGR** of the group means: {_pct(o)} % (paper: 32.0 % open-source, 20.1 % closed-source models)"
+               if o is not None else "- **OGR** is undefined here (P-Ref does not exceed P-Init).")
+    return out
+
+
+def render(s: dict, meta: dict, failures: list[tuple[str, str]], figures: dict[str, str]) -> str:
+    names, f1 = s["recognizers"], s["macro_f1"]
+    cfg = meta.get("config", {})
+    lines = [f"# AffectSim-ROS benchmark report", "",
+             f"{s['n']} episodes of the {cfg.get('split', '?')} split"
+             f"{' (stratified subset)' if cfg.get('episodes') else ''}, policy `{cfg.get('policy', '?')}`, "
+             f"code `{meta.get('code_version', '?')}`; {len(failures)} failed episode(s). Scores are percentages.", "",
+             "## Validity: do the paper's findings hold here?", "", *validity(s), "",
+             "## Table 3: Macro-F1 per recognizer and setting", ""]
+    rows = []
+    for n in names + (["**group (trained)**"] if s["group"] else []):
+        m = f1[n] if n in f1 else s["group"]
+        o = s["ogr"].get(n) if n in f1 else s["group_ogr"]
+        rows.append([n] + [_pct(m[x]) for x in SETTINGS] + [f"{100 * (m['a_obs'] - m['p_init']):+.1f}", _pct(o)])
+    lines += [_table(["recognizer", "P-Init", "P-Ref", "P-Mon", "A-Obs", "Δgain", "OGR %"], rows), "",
+              f"Paper (group means): open-source {PAPER['open-source']['p_init']} / {PAPER['open-source']['p_ref']} / "
+              f"{PAPER['open-source']['a_obs']} (OGR 32.0 %), closed-source {PAPER['closed-source']['p_init']} / "
+              f"{PAPER['closed-source']['p_ref']} / {PAPER['closed-source']['a_obs']} (OGR 20.1 %).", ""]
+    if "paired" in figures:
+        lines += [f"![paired Macro-F1]({figures['paired']})", ""]
+    new = s["new_obs"]
+    lines += ["## Table 4: complete set vs new-observation subset", "",
+              f"New-observation subset: the {new['n']} episodes where A-Obs made a stable handoff and recorded its own "
+              f"clip (the others fall back to the P-Init clip).", ""]
+    rows = []
+    for n in names:
+        nf = new["macro_f1"][n] if new["macro_f1"] else None
+        rows.append([n, _pct(f1[n]["p_init"]), _pct(f1[n]["a_obs"]),
+                     _pct(nf["p_init"]) if nf else "–", _pct(nf["a_obs"]) if nf else "–"])
+    lines += [_table(["recognizer", "all: P-Init", "all: A-Obs", "new: P-Init", "new: A-Obs"], rows), ""]
+    lines += ["## Table 5: Recovery Rate and E-SPL@r", ""]
+    rows = [[n, _pct(s["recovery"][n])] + [_pct(s["e_spl"][r][n]["value"]) for r in (1, 3, 5)] for n in names]
+    valid = [s["e_spl"][r][names[0]]["n_valid"] for r in (1, 3, 5)]
+    lines += [_table(["recognizer", "Recovery Rate", "E-SPL@1", "E-SPL@3", "E-SPL@5"], rows), "",
+              f"Valid episodes per radius (non-empty, reachable target region): 1 m {valid[0]}, 3 m {valid[1]}, "
+              f"5 m {valid[2]} of {s['n']}.", ""]
+    t6 = s["table6"]
+    lines += ["## Table 6: acquisition diagnostics", "",
+              _table(["diagnostic", "here", "paper"],
+                     [["stable handoff (% episodes)", f"{t6['handoff_pct']:.1f}", f"{TABLE6['handoff_pct']:.2f}"],
+                      ["mean path (m / episode)", f"{t6['mean_path_m']:.2f}", f"{TABLE6['mean_path_m']:.2f}"],
+                      ["path before handoff (% of locomotion)", f"{t6['path_before_handoff_pct']:.1f}",
+                       f"{TABLE6['path_before_handoff_pct']:.1f}"],
+                      ["budget exhaustion (% episodes)", f"{t6['budget_exhausted_pct']:.1f}",
+                       f"{TABLE6['budget_exhausted_pct']:.2f}"],
+                      ["clipped moves (% of translations)", f"{t6['clipped_pct']:.1f}", f"{TABLE6['clipped_pct']:.2f}"]]),
+              ""]
+    lines += ["## Per-class recall (Fig. 5a/b)", ""]
+    rows = [[n, NAMES[x]] + [_pct(s["recall"][n][x][e]) for e in EMOTIONS] for n in names for x in ("p_init", "p_ref", "a_obs")]
+    lines += [_table(["recognizer", "setting", *EMOTIONS], rows), ""]
+    lines += ["## Macro-F1 per episode family (Fig. 5c/d)", ""]
+    rows = [[f, s["family"][f]["n"], n] + [_pct(s["family"][f]["macro_f1"][n][x]) for x in SETTINGS]
+            for f in s["family"] for n in names]
+    lines += [_table(["family", "episodes", "recognizer", "P-Init", "P-Ref", "P-Mon", "A-Obs"], rows), ""]
+    if "maps" in figures:
+        lines += ["## Example trajectories (Fig. 6)", "", f"![trajectories]({figures['maps']})", ""]
+    if failures:
+        lines += ["## Failed episodes", "", *[f"- `{i}`: {why}" for i, why in failures], ""]
+    return "\n".join(lines)
+
+
+def _paired_figure(s: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = s["recognizers"]
+    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 3.4))
+    w = 0.2
+    for k, x in enumerate(SETTINGS):
+        ax.bar(np.arange(len(names)) + (k - 1.5) * w, [100 * s["macro_f1"][n][x] for n in names], w, label=NAMES[x])
+    ax.set_xticks(np.arange(len(names)), names, rotation=20)
+    ax.set_ylabel("Macro-F1 (%)")
+    ax.set_title(f"Paired Macro-F1 per recognizer ({s['n']} episodes)")
+    ax.legend(ncol=4, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _maps_figure(records: Sequence[Mapping], run: Path, path: Path, scenes_dir: Path | None = None) -> bool:
+    """Top-down maps (navigable space, trajectory, start, target) beside the P-Init | A-Obs frames of
+    up to :data:`MAPS` episodes with a stable handoff (the longest paths first)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from affectsim_bridge.navigable import NavigableSpace
+    from affectsim_bridge.scene import load_scene
+    from affectsim_bridge.scene_generator import SCENES_DIR
+
+    pick = [r for r in records if not r["a_obs"]["fallback"] and (run / "frames" / f"{r['episode_id']}.jpg").is_file()]
+    pick = sorted(pick, key=lambda r: (-r["a_obs"]["path_length"], r["episode_id"]))[:MAPS]
+    if not pick:
+        return False
+    fig, axes = plt.subplots(len(pick), 2, figsize=(8, 3.2 * len(pick)), squeeze=False,
+                             gridspec_kw={"width_ratios": [1, 1.6]})
+    for (a_map, a_img), r in zip(axes, pick):
+        nav = NavigableSpace(load_scene(r["scene_id"], scenes_dir or SCENES_DIR))
+        grid, (x0, y0) = nav.occupancy_grid(0.05)
+        h, w = grid.shape
+        a_map.imshow(grid, origin="lower", cmap="Greys", extent=(x0, x0 + 0.05 * w, y0, y0 + 0.05 * h))
+        t = np.array(r["a_obs"]["trajectory"])
+        a_map.plot(t[:, 0], t[:, 1], "-", color="tab:blue", lw=1.2)
+        a_map.plot(*r["start"][:2], "o", color="tab:green", ms=5, label="start")
+        a_map.plot(*r["anchor"], "*", color="tab:red", ms=9, label="target")
+        a_map.set_title(f"{r['episode_id']}: {r['a_obs']['path_length']:.1f} m", fontsize=8)
+        a_map.set_xticks([]), a_map.set_yticks([])
+        a_img.imshow(Image.open(run / "frames" / f"{r['episode_id']}.jpg"))
+        a_img.set_title(f"P-Init | A-Obs ({r['label']})", fontsize=8)
+        a_img.axis("off")
+    axes[0][0].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def write_report(run: Path, scenes_dir: Path | None = None) -> Path:
+    """Write ``run/report.md`` and ``run/figures/*.png`` from ``run/results.sqlite``."""
+    run = Path(run)
+    db = run / "results.sqlite"
+    if not db.is_file():
+        raise InvalidInput("run", str(run), "a run directory with results.sqlite (from `affectsim eval`)")
+    with ResultsStore.open(db) as store:
+        records, failures, meta = store.records("ok"), store.failures(), store.meta()
+    s = summarize(records)
+    with staged_dir(run / "figures", ".figures-") as tmp:
+        figures = {}
+        _paired_figure(s, tmp / "paired_macro_f1.png")
+        figures["paired"] = "figures/paired_macro_f1.png"
+        if _maps_figure(records, run, tmp / "trajectories.png", scenes_dir):
+            figures["maps"] = "figures/trajectories.png"
+    text = render(s, meta, failures, figures)
+    out = run / "report.md"
+    tmp = out.with_suffix(".md.tmp")
+    tmp.write_text(text + "\n")
+    tmp.replace(out)
+    return out
