@@ -17,10 +17,13 @@ test: setup  ## fast suite (< 10 min on 2 cores); slow tests run in `make test-a
 test-all: setup
 	$(PY) -m pytest -q test
 
-bench: setup  ## world tour over ROS (contact sheet) + simulator benchmark; builds the motion library if missing
+BENCH_EPISODES ?= 100
+bench: setup  ## the main job: the benchmark through the ROS graph on a stratified test subset, then report.md
 	test -f data/motions/manifest.json || $(VENV)/bin/affectsim motions build
-	$(VENV)/bin/affectsim tour --out results/tour
-	$(VENV)/bin/affectsim bench sim --out results/bench_sim.json
+	test -f data/scenes/manifest.json || $(VENV)/bin/affectsim scenes build
+	test -f data/episodes/manifest.json || $(VENV)/bin/affectsim dataset build
+	$(VENV)/bin/affectsim launch bench episodes:=$(BENCH_EPISODES) output_dir:=results/bench
+	@echo "report: results/bench/report.md"
 
 clean:
 	rm -rf build results .pytest_cache

@@ -4,7 +4,8 @@ end. A restarted evaluator resumes the run (episodes already stored are skipped)
 
 Parameters (config/bench.yaml, launch arguments of the same names): ``split``, ``episodes``
 (stratified subset size, 0 = whole split), ``seed``, ``episode_ids``, ``recognizers``, ``policy``,
-``output_dir``, ``max_actions``, ``max_planner_calls``, ``retry_failed``, ``exit_when_done``.
+``output_dir``, ``max_actions``, ``max_planner_calls``, ``retry_failed``, ``record`` (MCAP per
+A-Obs episode), ``exit_when_done``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from pathlib import Path
 import rclpy
 from rclpy.node import Node
 
-from affectsim_eval.runner import DEFAULT_RECOGNIZERS, EvalConfig, run_meta, select_episodes
+from affectsim_eval.runner import (DATA_DIR, DEFAULT_RECOGNIZERS, EvalConfig, run_meta, save_thumbnail,
+                                   select_episodes, thumbnails)
 from affectsim_ros.core.errors import InvalidInput
 from affectsim_ros.ros.node_main import run_node
 
@@ -32,6 +34,8 @@ PARAMS: dict[str, tuple[object, str]] = {
     "max_actions": (480, "A-Obs action budget"),
     "max_planner_calls": (80, "A-Obs global planner budget"),
     "retry_failed": (False, "re-run episodes recorded as failed"),
+    "data_dir": ("", "directory with motions/, scenes/ and episodes/ ('' = the project's data/)"),
+    "record": (False, "write an MCAP recording of every A-Obs episode to output_dir/recordings"),
     "exit_when_done": (True, "shut the node down after the report is written"),
 }
 
@@ -52,14 +56,15 @@ class EvaluatorNode(Node):
         self.out = Path(p["output_dir"])
         self.retry_failed = bool(p["retry_failed"])
         self.exit_when_done = bool(p["exit_when_done"])
-        self.episodes = select_episodes(self.cfg)  # a missing dataset is refused here, at start
+        self.record = bool(p["record"])
+        self.data = Path(p["data_dir"]) if p["data_dir"] else DATA_DIR
+        self.episodes = select_episodes(self.cfg, self.data)  # a missing dataset is refused here, at start
         self.done = threading.Event()
         self.error: str | None = None
         threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self) -> None:
         from affectsim_bridge.humans.library import Library
-        from affectsim_bridge.scene_generator import SCENES_DIR
         from affectsim_eval.report import write_report
         from affectsim_eval.ros_evaluator import RosEpisodeEvaluator
         from affectsim_eval.store import ResultsStore
@@ -68,20 +73,24 @@ class EvaluatorNode(Node):
         ev = None
         try:
             self.out.mkdir(parents=True, exist_ok=True)
-            with ResultsStore.open(self.out / "results.sqlite", run_meta(self.cfg, self.episodes, _dataset())) as store:
+            with ResultsStore.open(self.out / "results.sqlite", run_meta(self.cfg, self.episodes, self.data)) as store:
                 todo = store.pending([e["episode_id"] for e in self.episodes], retry_failed=self.retry_failed)
                 pending = set(todo)
                 eps = [e for e in self.episodes if e["episode_id"] in pending]
                 log.info(f"{len(self.episodes)} {self.cfg.split} episodes, {len(self.episodes) - len(eps)} already "
                          f"stored in {self.out}, {len(eps)} to run")
-                ev = RosEpisodeEvaluator(self, Library().load, SCENES_DIR, list(self.cfg.recognizers), self.cfg.policy,
-                                         self.cfg.max_actions, self.cfg.max_planner_calls)
+                ev = RosEpisodeEvaluator(self, Library(self.data / "motions").load, self.data / "scenes",
+                                         list(self.cfg.recognizers), self.cfg.policy,
+                                         self.cfg.max_actions, self.cfg.max_planner_calls,
+                                         record_dir=self.out / "recordings" if self.record else None)
                 ev.wait_for_graph()
                 t0 = time.perf_counter()
                 for k, ep in enumerate(eps):
                     t = time.perf_counter()
                     try:
                         rec = {**ev.evaluate(ep), "status": "ok", "reason": ""}
+                        save_thumbnail(self.out / "frames" / f"{ep['episode_id']}.jpg",
+                                       thumbnails(ev.last_frames["p_init"], ev.last_frames["a_obs"]))
                     except Exception as exc:  # noqa: BLE001 - the failure is recorded, the run goes on
                         where = traceback.extract_tb(exc.__traceback__)[-1]
                         rec = {"episode_id": ep["episode_id"], "family": ep["family"], "label": ep["emotion"],
@@ -105,12 +114,6 @@ class EvaluatorNode(Node):
             self.done.set()
             if self.exit_when_done:
                 rclpy.try_shutdown(context=self.context)
-
-
-def _dataset() -> Path:
-    from affectsim_ros.dataset.episodes import DATASET_DIR
-
-    return DATASET_DIR
 
 
 def main(args: list[str] | None = None) -> None:

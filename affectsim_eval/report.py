@@ -18,7 +18,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from affectsim_eval.metrics import EMOTIONS, compute_all, group_ogr, macro_f1, ogr
+from affectsim_eval.metrics import EMOTIONS, compute_all, group_ogr, ogr
+from affectsim_eval.runner import DATA_DIR
 from affectsim_eval.store import ResultsStore
 from affectsim_ros.bench_nav import TABLE6
 from affectsim_ros.core.atomic import staged_dir
@@ -97,7 +98,7 @@ def validity(s: dict) -> list[str]:
 def render(s: dict, meta: dict, failures: list[tuple[str, str]], figures: dict[str, str]) -> str:
     names, f1 = s["recognizers"], s["macro_f1"]
     cfg = meta.get("config", {})
-    lines = [f"# AffectSim-ROS benchmark report", "",
+    lines = ["# AffectSim-ROS benchmark report", "",
              f"{s['n']} episodes of the {cfg.get('split', '?')} split"
              f"{' (stratified subset)' if cfg.get('episodes') else ''}, policy `{cfg.get('policy', '?')}`, "
              f"code `{meta.get('code_version', '?')}`; {len(failures)} failed episode(s). Scores are percentages.", "",
@@ -175,7 +176,7 @@ def _paired_figure(s: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def _maps_figure(records: Sequence[Mapping], run: Path, path: Path, scenes_dir: Path | None = None) -> bool:
+def _maps_figure(records: Sequence[Mapping], run: Path, path: Path, scenes_dir: Path) -> bool:
     """Top-down maps (navigable space, trajectory, start, target) beside the P-Init | A-Obs frames of
     up to :data:`MAPS` episodes with a stable handoff (the longest paths first)."""
     import matplotlib
@@ -186,7 +187,6 @@ def _maps_figure(records: Sequence[Mapping], run: Path, path: Path, scenes_dir: 
 
     from affectsim_bridge.navigable import NavigableSpace
     from affectsim_bridge.scene import load_scene
-    from affectsim_bridge.scene_generator import SCENES_DIR
 
     pick = [r for r in records if not r["a_obs"]["fallback"] and (run / "frames" / f"{r['episode_id']}.jpg").is_file()]
     pick = sorted(pick, key=lambda r: (-r["a_obs"]["path_length"], r["episode_id"]))[:MAPS]
@@ -195,7 +195,7 @@ def _maps_figure(records: Sequence[Mapping], run: Path, path: Path, scenes_dir: 
     fig, axes = plt.subplots(len(pick), 2, figsize=(8, 3.2 * len(pick)), squeeze=False,
                              gridspec_kw={"width_ratios": [1, 1.6]})
     for (a_map, a_img), r in zip(axes, pick):
-        nav = NavigableSpace(load_scene(r["scene_id"], scenes_dir or SCENES_DIR))
+        nav = NavigableSpace(load_scene(r["scene_id"], scenes_dir))
         grid, (x0, y0) = nav.occupancy_grid(0.05)
         h, w = grid.shape
         a_map.imshow(grid, origin="lower", cmap="Greys", extent=(x0, x0 + 0.05 * w, y0, y0 + 0.05 * h))
@@ -215,8 +215,9 @@ def _maps_figure(records: Sequence[Mapping], run: Path, path: Path, scenes_dir: 
     return True
 
 
-def write_report(run: Path, scenes_dir: Path | None = None) -> Path:
-    """Write ``run/report.md`` and ``run/figures/*.png`` from ``run/results.sqlite``."""
+def write_report(run: Path) -> Path:
+    """Write ``run/report.md`` and ``run/figures/*.png`` from ``run/results.sqlite`` (scenes for the
+    maps from the run's data directory)."""
     run = Path(run)
     db = run / "results.sqlite"
     if not db.is_file():
@@ -228,7 +229,8 @@ def write_report(run: Path, scenes_dir: Path | None = None) -> Path:
         figures = {}
         _paired_figure(s, tmp / "paired_macro_f1.png")
         figures["paired"] = "figures/paired_macro_f1.png"
-        if _maps_figure(records, run, tmp / "trajectories.png", scenes_dir):
+        scenes = Path(meta.get("data_dir", DATA_DIR)) / "scenes"
+        if _maps_figure(records, run, tmp / "trajectories.png", scenes):
             figures["maps"] = "figures/trajectories.png"
     text = render(s, meta, failures, figures)
     out = run / "report.md"

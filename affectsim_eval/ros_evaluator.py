@@ -44,7 +44,9 @@ class RosEpisodeEvaluator:
     """Clients of the bridge, nav and perception nodes on ``node`` (spun by another thread)."""
 
     def __init__(self, node, load_motion: Callable, scenes_dir: Path, recognizers: list[str], policy: str,
-                 max_actions: int = 480, max_planner_calls: int = 80, timeout: float = 600.0) -> None:
+                 max_actions: int = 480, max_planner_calls: int = 80, timeout: float = 600.0,
+                 record_dir: Path | None = None) -> None:
+        """``record_dir``: write an MCAP recording of every A-Obs episode there (``recording.py``)."""
         from affectsim_interfaces.action import AcquireObservation, Recognize
         from affectsim_interfaces.srv import LoadWorld, RenderViews
         from rclpy.action import ActionClient
@@ -68,6 +70,12 @@ class RosEpisodeEvaluator:
         self.timeout = timeout
         self.geometry = MujocoBackend()  # privileged copy of the world: views, visibility (never rendered)
         self.scene = None
+        self.last_frames: dict[str, np.ndarray] = {}  # the last episode's 8-frame clips per setting
+        self.recorder = None
+        if record_dir is not None:
+            from affectsim_eval.recording import EpisodeRecorder
+
+            self.recorder = EpisodeRecorder(node, record_dir)
 
     def wait_for_graph(self, timeout: float = 120.0) -> None:
         """Block until the bridge, nav and perception servers are up."""
@@ -118,7 +126,16 @@ class RosEpisodeEvaluator:
         goal = self.types["Acquire"].Goal(episode_id=ep["episode_id"], policy=self.policy, target_description=desc,
                                           clip_frames=len(full), max_actions=self.max_actions,
                                           max_planner_calls=self.max_planner_calls)
-        res = self._action(self.acquire_cli, goal, "acquire_observation")
+        if self.recorder is not None:
+            self.recorder.start(ep["episode_id"])
+        try:
+            res = self._action(self.acquire_cli, goal, "acquire_observation")
+        except BaseException:
+            if self.recorder is not None:
+                self.recorder.abandon()
+            raise
+        if self.recorder is not None:
+            self.recorder.finish(list(res.clip_frames))
         if res.outcome in ("aborted", "cancelled", "policy_error") and not res.trajectory:
             raise GraphError(f"nav acquire_observation: {res.outcome}: {res.message}")
         fallback = not res.clip_frames
@@ -131,6 +148,7 @@ class RosEpisodeEvaluator:
             a_times = stamps[sample_indices(len(stamps))]
         visible = {s: visible_fraction(g, people, times if s != "a_obs" else a_times, poses[s]) for s in SETTINGS}
         preds = {s: self._recognize(frames[s]) for s in SETTINGS}
+        self.last_frames = frames
         step = None if res.handoff_step < 0 else int(res.handoff_step)
         active = {"outcome": res.outcome, "message": res.message,
                   "diagnostics": {"handoff": step is not None, "handoff_step": step, "path_length": res.path_length,

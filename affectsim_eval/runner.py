@@ -3,7 +3,7 @@ each record committed to the run's results store as soon as its episode finishes
 
 A run directory holds ``results.sqlite`` (the store, with the run's configuration), ``frames/``
 (per episode a small JPEG of the middle sampled P-Init and A-Obs frames, for the report's
-figures) and, once written, ``report.md``. Running again on the same directory resumes: only
+figures; written by the driver) and, once written, ``report.md``. Running again on the same directory resumes: only
 episodes without a record are evaluated (failed ones too with ``retry_failed``), so a killed run
 loses nothing it had finished. Workers are seeded by nothing but the episode: a record does
 not depend on the worker, the order or the number of workers.
@@ -24,13 +24,12 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
-from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
-from affectsim_bridge.scene_generator import SCENES_DIR
 from affectsim_eval.store import ResultsStore
 from affectsim_ros.core.errors import InvalidInput
 from affectsim_ros.dataset.episodes import DATASET_DIR, load_split
 
 DEFAULT_RECOGNIZERS = ("pose-temporal", "rgb-clip", "committee", "majority", "uniform")
+DATA_DIR = DATASET_DIR.parent  # holds motions/, scenes/ and episodes/ (`make bench` builds them)
 THUMB = 160  # px, side of each thumbnail frame
 
 
@@ -79,12 +78,13 @@ class EvalConfig:
                 "max_planner_calls": self.max_planner_calls}
 
 
-def select_episodes(cfg: EvalConfig, root: Path = DATASET_DIR) -> list[dict]:
-    """The run's episodes: the split, or its stratified subset, grouped by scene (workers keep one
-    scene loaded)."""
+def select_episodes(cfg: EvalConfig, data: Path = DATA_DIR) -> list[dict]:
+    """The run's episodes from ``data/episodes``: the split, or its stratified subset, grouped by
+    scene (workers keep one scene loaded)."""
     from affectsim_ros.bench_nav import stratified_subset
 
-    if not (Path(root) / "manifest.json").is_file():
+    root = Path(data) / "episodes"
+    if not (root / "manifest.json").is_file():
         raise InvalidInput("dataset", str(root), "a built dataset: run `affectsim scenes build && affectsim dataset build`")
     eps = load_split(cfg.split, root)
     if cfg.ids:
@@ -100,10 +100,9 @@ def select_episodes(cfg: EvalConfig, root: Path = DATASET_DIR) -> list[dict]:
 
 # ------------------------------------------------------------------------------ worker side
 class EpisodeWorker:
-    """Backend, policy and recognizers of one process; :meth:`__call__` evaluates one episode."""
+    """Backend, policy and recognizers of one process; :meth:`run` evaluates one episode."""
 
-    def __init__(self, cfg: dict, frames_dir: str, motions: str = str(MOTIONS_DIR),
-                 scenes_dir: str = str(SCENES_DIR)) -> None:
+    def __init__(self, cfg: dict, data: str = str(DATA_DIR)) -> None:
         os.environ.setdefault("MUJOCO_GL", "egl")
         import affectsim_nav.baseline  # noqa: F401
         import affectsim_perception.recognizers  # noqa: F401
@@ -115,9 +114,8 @@ class EpisodeWorker:
         from affectsim_perception.recognizers.base import RECOGNIZERS
 
         self.cfg = cfg
-        self.frames_dir = Path(frames_dir)
-        self.lib = Library(Path(motions))
-        self.scenes_dir = Path(scenes_dir)
+        self.lib = Library(Path(data) / "motions")
+        self.scenes_dir = Path(data) / "scenes"
         self.scene = None
         self.backend = MujocoBackend()
         self.times = StageTimes()
@@ -125,7 +123,7 @@ class EpisodeWorker:
         self.policy = POLICIES.create(cfg["policy"], **kw)
         self.recognizers = {n: RECOGNIZERS.create(n) for n in cfg["recognizers"]}
 
-    def __call__(self, ep: dict) -> dict:
+    def run(self, ep: dict) -> dict:
         """The episode's record with ``status``, ``reason``, ``wall_s``, ``worker`` and ``timing``
         (seconds per stage) added; a failure is a record too (never raises)."""
         from affectsim_bridge.scene import load_scene
@@ -138,15 +136,15 @@ class EpisodeWorker:
                 self.scene = load_scene(ep["scene_id"], self.scenes_dir)
             record, obs = evaluate_offline(ep, self.backend, self.scene, self.lib.load, self.policy, self.recognizers,
                                            self.cfg["max_actions"], self.cfg["max_planner_calls"], times=self.times)
-            save_thumbnails(self.frames_dir / f"{ep['episode_id']}.jpg", obs.clips["p_init"], obs.clips["a_obs"])
+            thumb = thumbnails(obs.clips["p_init"].sampled(), obs.clips["a_obs"].sampled())
             status, reason = "ok", ""
         except Exception as exc:  # noqa: BLE001 - one failing episode is recorded, the run goes on
             record = {"episode_id": ep["episode_id"], "family": ep.get("family"), "label": ep.get("emotion")}
-            status = "failed"
+            status, thumb = "failed", b""
             reason = f"{type(exc).__name__}: {exc}".splitlines()[0] + " @ " + _where(exc)
         return {**record, "status": status, "reason": reason, "wall_s": time.perf_counter() - t0,
                 "worker": f"{socket.gethostname()}:{os.getpid()}",
-                "timing": {k: round(v, 4) for k, v in self.times.seconds.items()}}
+                "timing": {k: round(v, 4) for k, v in self.times.seconds.items()}, THUMB_KEY: thumb}
 
     def close(self) -> None:
         for r in self.recognizers.values():
@@ -158,32 +156,40 @@ def _where(exc: BaseException) -> str:
     return f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else "?"
 
 
-def save_thumbnails(path: Path, p_init, a_obs) -> None:
-    """The middle sampled frame of P-Init and of A-Obs side by side (JPEG, written atomically)."""
+THUMB_KEY = "_thumbnail"  # JPEG bytes travelling with a result to the driver (not stored in the record)
+
+
+def thumbnails(p_init: np.ndarray, a_obs: np.ndarray) -> bytes:
+    """JPEG of the middle frame of the P-Init and the A-Obs clip (8, 224, 224, 3) side by side."""
+    import io
+
     from PIL import Image
 
-    frames = [np.asarray(c.sampled()[len(c.sampled()) // 2]) for c in (p_init, a_obs)]
+    frames = [c[len(c) // 2] for c in (p_init, a_obs)]
     strip = np.concatenate([np.asarray(Image.fromarray(f).resize((THUMB, THUMB), Image.BILINEAR)) for f in frames], 1)
+    buf = io.BytesIO()
+    Image.fromarray(strip).save(buf, format="JPEG", quality=85)
+    return buf.getvalue()
+
+
+def save_thumbnail(path: Path, jpeg: bytes) -> None:
+    """Write the JPEG atomically (the driver does, so Ray workers need no shared disk)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".jpg")
-    os.close(fd)
-    try:
-        Image.fromarray(strip).save(tmp, quality=85)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with os.fdopen(fd, "wb") as f:
+        f.write(jpeg)
+    os.replace(tmp, path)
 
 
 _WORKER: list[EpisodeWorker] = []
 
 
-def _pool_init(cfg: dict, frames_dir: str) -> None:
-    _WORKER.append(EpisodeWorker(cfg, frames_dir))
+def _pool_init(cfg: dict, data: str) -> None:
+    _WORKER.append(EpisodeWorker(cfg, data))
 
 
 def _pool_run(ep: dict) -> dict:
-    return _WORKER[0](ep)
+    return _WORKER[0].run(ep)
 
 
 # ------------------------------------------------------------------------------ driver side
@@ -201,15 +207,16 @@ class RunSummary:
 
 
 def run_eval(out: Path, cfg: EvalConfig, workers: int = 2, ray_address: str | None = None,
-             retry_failed: bool = False, root: Path = DATASET_DIR, log: Callable[[str], None] = print) -> RunSummary:
-    """Evaluate the run's pending episodes into ``out/results.sqlite`` (resuming a previous run)."""
+             retry_failed: bool = False, data: Path = DATA_DIR, log: Callable[[str], None] = print) -> RunSummary:
+    """Evaluate the run's pending episodes into ``out/results.sqlite`` (resuming a previous run);
+    ``data`` holds the motions, scenes and episodes."""
     cfg.validate()
     if workers < 1:
         raise InvalidInput("workers", workers, "at least 1")
-    eps = select_episodes(cfg, root)
+    eps = select_episodes(cfg, data)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    meta = run_meta(cfg, eps, root)
+    meta = run_meta(cfg, eps, data)
     with ResultsStore.open(out / "results.sqlite", meta) as store:
         pending = set(store.pending([e["episode_id"] for e in eps], retry_failed=retry_failed))
         todo = [e for e in eps if e["episode_id"] in pending]
@@ -217,9 +224,16 @@ def run_eval(out: Path, cfg: EvalConfig, workers: int = 2, ray_address: str | No
         log(f"[eval] {len(eps)} {cfg.split} episodes, {summary.skipped} already in {out / 'results.sqlite'}, "
             f"{len(todo)} to run on {'Ray ' + ray_address if ray_address else f'{workers} worker(s)'}")
         t0 = time.perf_counter()
-        results = (_ray_map if ray_address else _pool_map)(todo, cfg.as_dict(), str(out / "frames"), workers,
-                                                           ray_address)
+        if ray_address:
+            from affectsim_eval.ray_shards import ray_map
+
+            results = ray_map(todo, cfg.as_dict(), str(data), workers, ray_address, log)
+        else:
+            results = _pool_map(todo, cfg.as_dict(), str(data), workers)
         for k, res in enumerate(results):
+            thumb = res.pop(THUMB_KEY, b"")
+            if thumb:
+                save_thumbnail(out / "frames" / f"{res['episode_id']}.jpg", thumb)
             store.put(res, replace=retry_failed)
             summary.done += 1
             summary.failed += res["status"] == "failed"
@@ -232,7 +246,7 @@ def run_eval(out: Path, cfg: EvalConfig, workers: int = 2, ray_address: str | No
     return summary
 
 
-def run_meta(cfg: EvalConfig, eps: list[dict], root: Path) -> dict:
+def run_meta(cfg: EvalConfig, eps: list[dict], data: Path = DATA_DIR) -> dict:
     """Run metadata: the configuration, code version, dataset and checkpoint checksums."""
     import json
 
@@ -244,35 +258,28 @@ def run_meta(cfg: EvalConfig, eps: list[dict], root: Path) -> dict:
         m = Path(CHECKPOINT_DIR) / n / "manifest.json"
         if m.is_file():
             checkpoints[n] = json.loads(m.read_text()).get("weights_sha256")
-    manifest = json.loads((Path(root) / "manifest.json").read_text())
+    manifest = json.loads((Path(data) / "episodes" / "manifest.json").read_text())
     return {"config": cfg.as_dict(), "code_version": _code_version(), "checkpoints": checkpoints,
+            "data_dir": str(Path(data).resolve()),
             "dataset_split_sha256": manifest["splits"][cfg.split]["sha256"],
             "episode_ids": [e["episode_id"] for e in eps]}
 
 
-def _pool_map(todo: list[dict], cfg: dict, frames_dir: str, workers: int, _address) -> Iterator[dict]:
+def _pool_map(todo: list[dict], cfg: dict, data: str, workers: int) -> Iterator[dict]:
     if not todo:
         return iter(())
-    if workers == 1:
-        return _serial(todo, cfg, frames_dir)
-    return _pooled(todo, cfg, frames_dir, workers)
+    return _serial(todo, cfg, data) if workers == 1 else _pooled(todo, cfg, data, workers)
 
 
-def _serial(todo: Iterable[dict], cfg: dict, frames_dir: str) -> Iterator[dict]:
-    w = EpisodeWorker(cfg, frames_dir)
+def _serial(todo: Iterable[dict], cfg: dict, data: str) -> Iterator[dict]:
+    w = EpisodeWorker(cfg, data)
     try:
         for ep in todo:
-            yield w(ep)
+            yield w.run(ep)
     finally:
         w.close()
 
 
-def _pooled(todo: list[dict], cfg: dict, frames_dir: str, workers: int) -> Iterator[dict]:
-    with get_context("spawn").Pool(min(workers, len(todo)), initializer=_pool_init, initargs=(cfg, frames_dir)) as pool:
+def _pooled(todo: list[dict], cfg: dict, data: str, workers: int) -> Iterator[dict]:
+    with get_context("spawn").Pool(min(workers, len(todo)), initializer=_pool_init, initargs=(cfg, data)) as pool:
         yield from pool.imap_unordered(_pool_run, todo, chunksize=1)
-
-
-def _ray_map(todo: list[dict], cfg: dict, frames_dir: str, workers: int, address: str) -> Iterator[dict]:
-    from affectsim_eval.ray_shards import ray_map
-
-    return ray_map(todo, cfg, frames_dir, workers, address)

@@ -5,6 +5,10 @@
   affectsim bench sim [--out FILE]                           simulator benchmark (ratios in one run)
   affectsim bench nav [--episodes 100] [--out FILE]          observation settings and the A-Obs baseline
   affectsim bench perception [--out FILE]                    recognizer latency, node throughput, quality
+  affectsim launch stack [name:=value ...]                   the robot stack alone (bridge, nav, perception)
+  affectsim eval [--split test] [--episodes N] [--out DIR]   the benchmark in-process (resumes; --ray ADDRESS)
+  affectsim report RUN                                       RUN/report.md with the paper's tables and figures
+  affectsim bench full [--episodes 12]                       full-protocol throughput, ROS graph vs in-process
   affectsim train RECOGNIZER [--seed 0]                      train pose-temporal | rgb-clip | committee | majority
   affectsim scenes list                                      built-in scenes
 """
@@ -93,7 +97,35 @@ def _bench(ns: argparse.Namespace) -> int:
 
         bench_perception.run(Path(ns.out) if ns.out else None)
         return 0
-    raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav, perception")
+    if ns.what == "full":
+        from affectsim_eval import bench_full
+
+        bench_full.run(Path(ns.out) if ns.out else None, ns.episodes if ns.episodes != 100 else 12, ns.split)
+        return 0
+    raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav, perception, full")
+
+
+def _eval(ns: argparse.Namespace) -> int:
+    from affectsim_eval.report import write_report
+    from affectsim_eval.runner import DATA_DIR, DEFAULT_RECOGNIZERS, EvalConfig, run_eval
+
+    cfg = EvalConfig(split=ns.split, episodes=ns.episodes, seed=ns.seed,
+                     ids=tuple(i for i in (ns.ids or "").split(",") if i),
+                     recognizers=tuple(r for r in (ns.recognizers or ",".join(DEFAULT_RECOGNIZERS)).split(",") if r),
+                     policy=ns.policy, max_actions=ns.max_actions, max_planner_calls=ns.max_planner_calls)
+    summary = run_eval(Path(ns.out), cfg, ns.workers, ns.ray, ns.retry_failed, Path(ns.data) if ns.data else DATA_DIR)
+    print(f"[eval] {summary.done} episodes evaluated ({summary.failed} failed), {summary.skipped} were already stored; "
+          f"{summary.wall:.0f} s")
+    if not ns.no_report:
+        print(f"[eval] report: {write_report(Path(ns.out))}")
+    return 0
+
+
+def _report(ns: argparse.Namespace) -> int:
+    from affectsim_eval.report import write_report
+
+    print(write_report(Path(ns.run)))
+    return 0
 
 
 def _scenes(ns: argparse.Namespace) -> int:
@@ -248,15 +280,35 @@ def build_parser() -> argparse.ArgumentParser:
                     help="motion library for the people in the scene (static people if not built)")
     to.set_defaults(fn=_tour)
     be = sub.add_parser("bench", help="benchmarks that print measured ratios")
-    be.add_argument("what", choices=["sim", "nav", "perception"])
+    be.add_argument("what", choices=["sim", "nav", "perception", "full"])
     be.add_argument("--out", default=None, help="write results as JSON")
-    be.add_argument("--episodes", type=int, default=100, help="nav: stratified test episodes")
+    be.add_argument("--episodes", type=int, default=100, help="nav: stratified test episodes (full: default 12)")
     be.add_argument("--workers", type=int, default=2, help="nav: worker processes")
     be.add_argument("--split", choices=["train", "val", "test"], default="test", help="nav: dataset split")
     be.add_argument("--frames", type=int, default=60)
     be.add_argument("--steps", type=int, default=100)
     be.add_argument("--free-run-seconds", type=float, default=10.0)
     be.set_defaults(fn=_bench)
+    ev = sub.add_parser("eval", help="run the benchmark in-process into a results store (resumes a killed run)")
+    ev.add_argument("--split", choices=["train", "val", "test"], default="test")
+    ev.add_argument("--episodes", type=int, default=0, help="stratified subset size (default 0: the whole split)")
+    ev.add_argument("--ids", default=None, help="comma-separated episode ids instead of a subset")
+    ev.add_argument("--seed", type=int, default=0, help="seed of the subset")
+    ev.add_argument("--recognizers", default=None, help="comma-separated (default: every shipped one)")
+    ev.add_argument("--policy", default="baseline")
+    ev.add_argument("--max-actions", type=int, default=480)
+    ev.add_argument("--max-planner-calls", type=int, default=80)
+    ev.add_argument("--data", default=None, help="directory with motions/, scenes/, episodes/ (default: data/)")
+    ev.add_argument("--out", default="results/eval", help="run directory (an existing run there is resumed)")
+    ev.add_argument("--workers", type=int, default=2, help="worker processes on this machine")
+    ev.add_argument("--ray", default=None, metavar="ADDRESS",
+                    help="shard over a Ray cluster (e.g. 127.0.0.1:6379, or 'local' for a private one on 127.0.0.1)")
+    ev.add_argument("--retry-failed", action="store_true", help="re-run episodes recorded as failed")
+    ev.add_argument("--no-report", action="store_true", help="do not write report.md at the end")
+    ev.set_defaults(fn=_eval)
+    rp = sub.add_parser("report", help="write RUN/report.md (tables, figures, validity) from a run's results store")
+    rp.add_argument("run", help="run directory with results.sqlite")
+    rp.set_defaults(fn=_report)
     mo = sub.add_parser("motions", help="build, validate, inspect and preview the affective motion library")
     mo.add_argument("what", choices=["build", "validate", "stats", "preview", "import-bvh", "export-bvh"])
     mo.add_argument("files", nargs="*", help="import-bvh: BVH files; export-bvh: one motion id")
@@ -287,7 +339,9 @@ def build_parser() -> argparse.ArgumentParser:
     tr = sub.add_parser("train", help="train a recognizer on the train split (select on val) and write its checkpoint")
     tr.add_argument("recognizer", choices=["pose-temporal", "rgb-clip", "committee", "majority"])
     tr.add_argument("--seed", type=int, default=0)
-    for split, n in (("train", 3000), ("val", 500), ("test", 600)):
+    from affectsim_perception.train import SUBSET
+
+    for split, n in SUBSET.items():
         tr.add_argument(f"--{split}-episodes", type=int, default=n,
                         help=f"{split} episodes rendered (two views each){'; test: report only' if split == 'test' else ''}")
     tr.set_defaults(fn=_train)

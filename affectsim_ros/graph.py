@@ -103,6 +103,8 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument("output_dir", "results/bench", "evaluator: run directory (results.sqlite, report.md); "
                    "an existing run there is resumed", check=lambda v: bool(v.strip()), expected="a directory path",
                    node="evaluator"),
+    LaunchArgument("record", "false", "evaluator: MCAP recording of every A-Obs episode (output_dir/recordings)",
+                   choices=("true", "false"), node="evaluator", param_type=lambda v: v == "true"),
 )
 
 

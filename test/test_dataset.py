@@ -5,23 +5,15 @@ import json
 
 import pytest
 
-from affectsim_bridge.humans.library import Library, build
-from affectsim_bridge.scene_generator import build_scenes
+from affectsim_bridge.humans.library import Library
 from affectsim_ros.core.errors import InvalidInput
-from affectsim_ros.dataset.build import build_dataset
 from affectsim_ros.dataset.episodes import load_split, write_split
 from affectsim_ros.dataset.inspect import counterfactual, validate_dataset
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ds")
-    build(root / "motions", seed=0, log=lambda s: None, ag_performers=12, ag_takes=1, oc_performances=40,
-          oc_performers=4, dyadic=10)
-    build_scenes(root / "scenes", count=4, log=lambda s: None)
-    manifest = build_dataset(root / "episodes", scale=0.004, motions=root / "motions", scenes_dir=root / "scenes",
-                             log=lambda s: None)
-    return root, manifest
+def small(small_data):
+    return small_data
 
 
 def test_splits_follow_the_paper_proportions_and_are_group_disjoint(small):
