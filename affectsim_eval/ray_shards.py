@@ -7,8 +7,9 @@ resume logic are the same as for a local run, and workers need no shared disk). 
 not depend on the worker that computed it, so results equal a single-process run.
 
 ``ADDRESS`` is a running cluster's ``host:port``, or ``local``: a private single-machine
-cluster bound to 127.0.0.1 with ``workers`` CPUs, stopped at the end. Usage statistics are
-off and no dashboard is started, so nothing leaves the machine.
+cluster with ``workers`` CPUs whose every server listens on 127.0.0.1 only (checked with
+``ss``: GCS, raylet, workers, runtime-env agent), stopped at the end. Usage statistics are off
+and no dashboard is started, so nothing leaves the machine.
 """
 
 from __future__ import annotations
@@ -21,15 +22,22 @@ from affectsim_ros.core.errors import InvalidInput, MissingDependency
 LOOPBACK = "127.0.0.1"
 
 
+# Ray >= 2.5x rewrites a 127.0.0.1 node address to the machine's external one (and then listens
+# on every interface) unless multi-node clusters are disabled for the process tree.
+LOCAL_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
 def _start(address: str, workers: int):
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"  # no phoning home
+    if address == "local":
+        os.environ.update(LOCAL_ENV)  # before ray is imported: it reads them at import
     try:
         import ray
     except ImportError as exc:
         raise MissingDependency("eval --ray", "ray", "run `make setup`") from exc
     if address == "local":
         ray.init(num_cpus=workers, include_dashboard=False, _node_ip_address=LOOPBACK, log_to_driver=False,
-                 configure_logging=False, runtime_env={"env_vars": {"RAY_USAGE_STATS_ENABLED": "0"}})
+                 configure_logging=False, runtime_env={"env_vars": LOCAL_ENV})
     else:
         if ":" not in address:
             raise InvalidInput("--ray", address, "host:port of a running Ray cluster, or 'local'")

@@ -154,3 +154,21 @@ def test_ray_shards_equal_a_local_run(small_data, tmp_path):
     run_eval(tmp_path / "local", cfg, workers=1, data=data, log=lambda m: None)
     run_eval(tmp_path / "ray", cfg, workers=2, ray_address="local", data=data, log=lambda m: None)
     assert _records(tmp_path / "local") == _records(tmp_path / "ray")
+
+
+@pytest.mark.slow
+def test_local_ray_cluster_listens_on_loopback_only():
+    import psutil
+
+    from affectsim_eval.ray_shards import _start
+
+    ray = _start("local", 1)
+    try:
+        ray_pids = {p.pid for p in psutil.process_iter(["name", "cmdline"])
+                    if "ray" in " ".join(p.info["cmdline"] or []) or p.info["name"] in ("gcs_server", "raylet")}
+        ray_pids.add(os.getpid())  # the driver serves too
+        listening = [c for c in psutil.net_connections("inet") if c.status == psutil.CONN_LISTEN and c.pid in ray_pids]
+        assert listening
+        assert all(c.laddr.ip in ("127.0.0.1", "::ffff:127.0.0.1") for c in listening), listening
+    finally:
+        ray.shutdown()
