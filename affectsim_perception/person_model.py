@@ -3,12 +3,16 @@ landmarks with visibility) and person segmentation (a mask).
 
 Only the ``full`` landmark model ships inside the wheel (``lite`` and ``heavy`` would be
 downloaded at run time, which this project never does), so model complexity is fixed
-to 1. Frames are RGB uint8 (H, W, 3); outputs are in pixels of that image.
+to 1. Frames are RGB uint8 (H, W, 3); image outputs are in pixels of that image, world
+landmarks in metres (BlazePose's own frame: origin between the hips, axes those of the camera
+up to scale, so they carry the body's 3D posture whatever the viewpoint).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,23 +25,34 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 @dataclass(frozen=True)
 class PersonDetection:
-    """``keypoints`` (33, 2) pixels, ``visibility`` (33,) in [0, 1], ``box`` (x0, y0, x1, y1) pixels."""
+    """``keypoints`` (33, 2) pixels, ``visibility`` (33,) in [0, 1], ``box`` (x0, y0, x1, y1) pixels,
+    ``world`` (33, 3) metres around the hip centre."""
 
     keypoints: np.ndarray
     visibility: np.ndarray
     box: tuple[float, float, float, float]
+    world: np.ndarray
 
 
 class BlazePose:
-    """Single-person pose on still images (each frame independently, so results do not depend on order)."""
+    """Single-person pose. ``video=False``: every image on its own (results do not depend on order).
+    ``video=True``: the person is tracked from frame to frame (the detector runs only when the track
+    is lost, ~30 % faster); :meth:`reset` before each new sequence, as :func:`clip_pose` does, so a
+    clip's result depends on that clip alone."""
 
-    def __init__(self, min_detection_confidence: float = 0.5) -> None:
+    def __init__(self, min_detection_confidence: float = 0.5, video: bool = False) -> None:
         try:
             import mediapipe as mp
         except ImportError as exc:
             raise MissingDependency("BlazePose", "mediapipe==0.10.14", "run `make setup`") from exc
-        self._pose = mp.solutions.pose.Pose(static_image_mode=True, model_complexity=1, enable_segmentation=False,
+        self.video = video
+        self._pose = mp.solutions.pose.Pose(static_image_mode=not video, model_complexity=1, smooth_landmarks=False,
+                                            enable_segmentation=False,
                                             min_detection_confidence=min_detection_confidence)
+
+    def reset(self) -> None:
+        """Forget the tracked person (video mode)."""
+        self._pose.reset()
 
     def detect(self, rgb: np.ndarray) -> PersonDetection | None:
         if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
@@ -52,7 +67,8 @@ class BlazePose:
         seen = kp[vis > 0.5] if (vis > 0.5).any() else kp
         x0, y0 = np.clip(seen.min(0), 0, [w, h])
         x1, y1 = np.clip(seen.max(0), 0, [w, h])
-        return PersonDetection(kp, vis, (float(x0), float(y0), float(x1), float(y1)))
+        world = np.array([[p.x, p.y, p.z] for p in res.pose_world_landmarks.landmark])
+        return PersonDetection(kp, vis, (float(x0), float(y0), float(x1), float(y1)), world)
 
     def close(self) -> None:
         self._pose.close()
@@ -78,13 +94,41 @@ class PersonSegmenter:
         self._seg.close()
 
 
-def clip_keypoints(detector: BlazePose, frames: np.ndarray) -> np.ndarray:
-    """(N, 33, 3) keypoints of N frames: x, y normalised to [0, 1] of the frame, visibility; zeros
-    where nobody was found."""
-    out = np.zeros((len(frames), 33, 3), np.float32)
+POSE_COLUMNS = ("x", "y", "visibility", "wx", "wy", "wz")
+
+
+_MEMO: "OrderedDict[tuple[bool, bytes], np.ndarray]" = OrderedDict()
+_MEMO_SIZE = 8
+
+
+def clear_pose_cache() -> None:
+    """Forget memoised clip poses (benchmarks time the BlazePose pass itself)."""
+    _MEMO.clear()
+
+
+def clip_pose(detector: BlazePose, frames: np.ndarray) -> np.ndarray:
+    """(N, 33, 6) pose of N frames, columns :data:`POSE_COLUMNS`: x, y normalised to [0, 1] of the
+    frame, visibility, world landmarks (metres); zeros where nobody was found. A video-mode
+    detector is reset first and tracks the person through the clip.
+
+    The result depends on the frames and the mode only, so the last few clips' poses are
+    memoised by their digest: recognizers that share BlazePose (pose-temporal, committee) run it
+    once per clip. The returned array is read-only."""
+    key = (bool(detector.video), hashlib.sha256(np.ascontiguousarray(frames).tobytes()).digest())
+    if key in _MEMO:
+        _MEMO.move_to_end(key)
+        return _MEMO[key]
+    out = np.zeros((len(frames), 33, len(POSE_COLUMNS)), np.float32)
+    if detector.video:
+        detector.reset()
     for i, f in enumerate(frames):
         det = detector.detect(f)
         if det is not None:
             out[i, :, :2] = det.keypoints / [f.shape[1], f.shape[0]]
             out[i, :, 2] = det.visibility
+            out[i, :, 3:] = det.world
+    out.setflags(write=False)
+    _MEMO[key] = out
+    while len(_MEMO) > _MEMO_SIZE:
+        _MEMO.popitem(last=False)
     return out

@@ -26,13 +26,13 @@ import numpy as np
 
 from affectsim_bridge.humans.features import macro_f1
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR, EMOTIONS
-from affectsim_perception.training_data import DATA_DIR, VIEWS, load_clips, render_split
+from affectsim_perception.training_data import DATA_DIR, GENERATOR, VIEWS, load_clips, render_split
 from affectsim_ros.core.atomic import staged_dir
 from affectsim_ros.core.errors import InvalidInput
 from affectsim_ros.dataset.episodes import DATASET_DIR, load_split
 
 TRAINABLE = ("pose-temporal", "rgb-clip", "committee", "majority")
-SUBSET = {"train": 3000, "val": 500, "test": 600}  # episodes rendered per split (two views each)
+SUBSET = {"train": 2500, "val": 300, "test": 400}  # episodes rendered per split (two views each)
 GOOD_VIEW = 0.7  # visible-body fraction from which a clip counts as a reference-like (good) view
 
 
@@ -54,7 +54,7 @@ def ensure_clips(split: str, n: int, seed: int, root: Path = DATASET_DIR, data: 
                  log: Callable[[str], None] = print) -> dict:
     """Render the split's clip subset unless the cached one was rendered from the same episodes."""
     eps = _subset(load_split(split, root), n, seed)
-    key = hashlib.sha256(",".join(e["episode_id"] for e in eps).encode()).hexdigest()
+    key = hashlib.sha256(f"generator {GENERATOR}:{','.join(e['episode_id'] for e in eps)}".encode()).hexdigest()
     stamp = Path(data) / split / "subset.json"
     if not (stamp.is_file() and json.loads(stamp.read_text()).get("key") == key):
         log(f"[train] rendering {len(eps)} {split} episodes x {len(VIEWS)} views")
@@ -111,10 +111,12 @@ def train(name: str, seed: int = 0, out: Path = CHECKPOINT_DIR, root: Path = DAT
     labels = {s: np.array([c["label"] for c in clips[s][2]]) for s in sizes}
     extra: dict = {}
     if name == "pose-temporal":
-        from affectsim_perception.recognizers.pose_temporal import mlp_logits, pose_features, softmax
+        from affectsim_perception.recognizers.pose_temporal import mirror_pose, mlp_logits, pose_features, softmax
 
         feats = {s: np.stack([pose_features(k) for k in clips[s][0]]) for s in sizes}
-        weights, curve = fit_mlp(feats["train"], labels["train"], feats["val"], labels["val"], seed, log)
+        x = np.concatenate([feats["train"], np.stack([pose_features(mirror_pose(k)) for k in clips["train"][0]])])
+        y = np.concatenate([labels["train"], labels["train"]])
+        weights, curve = fit_mlp_ensemble(x, y, feats["val"], labels["val"], seed, log)
         extra["n_features"] = int(feats["train"].shape[1])
         probs = {s: softmax(mlp_logits(weights, feats[s])) for s in ("val", "test")}
     elif name == "rgb-clip":
@@ -258,6 +260,27 @@ def fit_mlp(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: 
     return weights, {"epochs": epochs, "best_epoch": int(np.argmax(history)) + 1, "val_macro_f1_by_epoch": history,
                      "hidden": list(hidden), "lr": lr, "weight_decay": weight_decay, "dropout": dropout,
                      "temperature": round(float(weights["temperature"]), 4)}
+
+
+def fit_mlp_ensemble(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: int,
+                     log: Callable[[str], None] = print, members: int = 5) -> tuple[dict, dict]:
+    """``members`` MLPs (:func:`fit_mlp`, seeds ``seed``..``seed + members - 1``) whose logits are
+    averaged, with one temperature fit on val for the average."""
+    import torch
+
+    from affectsim_perception.recognizers.pose_temporal import mlp_logits
+
+    weights: dict[str, np.ndarray] = {}
+    curves = []
+    for k in range(members):
+        log(f"[train] ensemble member {k + 1}/{members}")
+        w, c = fit_mlp(x, y, xv, yv, seed + k, log)
+        weights.update({f"m{k}_{name}": v for name, v in w.items() if name != "temperature"})
+        curves.append(c)
+    weights["temperature"] = np.array(1.0, np.float32)
+    logits = torch.tensor(mlp_logits(weights, xv), dtype=torch.float32)
+    weights["temperature"] = np.array(_fit_temperature(logits, yv), np.float32)
+    return weights, {"members": curves, "augment": "left-right mirror", "temperature": round(float(weights["temperature"]), 4)}
 
 
 def fit_rgb_clip(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: int,

@@ -1,16 +1,18 @@
 """Training clips for the recognizers, rendered from one dataset split under a spread of viewpoints.
 
-For each episode two static head-camera viewpoints are drawn (seeded by the episode):
-- ``reference``: 1.8-3.5 m from the performer, within 75 deg of their front (navigable base,
-  facing the body, head tilted to centre it), the kind of view P-Ref gives;
-- ``random``: any navigable point 1.2-6 m away facing the performer (+-15 deg), head level,
-  the kind of view a robot has at its start (far, rear, partly occluded, cut off).
+For each episode two head-camera viewpoints (seeded by the episode):
+- ``reference``: the episode's P-Ref observation (``affectsim_nav.runner.p_ref_clip``: the
+  privileged reference observer's camera trajectory that keeps the performer in view), planned
+  on the 8 sampled times rather than at full rate (6x cheaper, nearly the same viewpoint), so
+  the good views trained on are those the benchmark's reference condition gives;
+- ``random``: a static, navigable point 1.2-6 m away facing the performer (+-15 deg), head
+  level, the kind of view a robot has at its start (far, rear, partly occluded, cut off).
 
 Each clip is what every recognizer receives in the benchmark: the 8 sampled frames of a clip
 of twice the motion's duration from the episode's phase, rendered at 640x480 and resized to
-224x224. Stored per clip: BlazePose keypoints of the 224x224 frames (8, 33, 3: x/224, y/224,
-visibility; zeros where nobody was found), the frames at 64x64 (for ``rgb-clip``), the label and
-the view's measures (distance, relative orientation, visible-body fraction).
+224x224. Stored per clip: the BlazePose pose of the 224x224 frames (8, 33, 6, see
+``person_model.clip_pose``), the frames at 64x64 (for ``rgb-clip``), the label and the view's
+measures (distance, relative orientation, visible-body fraction).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
 from affectsim_bridge.humans.library import Library
 from affectsim_bridge.scene import load_scene
 from affectsim_bridge.scene_generator import SCENES_DIR
-from affectsim_perception.person_model import clip_keypoints
+from affectsim_perception.person_model import clip_pose
 from affectsim_perception.recognizers.base import EMOTIONS
 from affectsim_ros.core.atomic import staged_dir
 from affectsim_ros.core.geometry import Pose2D
@@ -37,6 +39,7 @@ from affectsim_ros.core.geometry import Pose2D
 DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "perception"
 SMALL = 64  # px, stored frames for rgb-clip
 VIEWS = ("reference", "random")
+GENERATOR = 2  # bump when the clips change (cached clips of another generator are re-rendered)
 _W: dict = {}
 
 
@@ -45,16 +48,13 @@ def _init(motions: str, scenes_dir: str) -> None:
     from affectsim_perception.person_model import BlazePose
 
     _W.update(lib=Library(Path(motions)), scenes_dir=Path(scenes_dir), scene=None, backend=MujocoBackend(),
-              pose=BlazePose(), motions={})
+              pose=BlazePose(video=True), motions={})
 
 
-def _viewpoint(kind: str, nav, root: np.ndarray, facing: float, rng: np.random.Generator) -> np.ndarray | None:
+def _random_viewpoint(nav, root: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:
     for _ in range(40):
-        if kind == "reference":
-            d, phi = rng.uniform(1.8, 3.5), rng.uniform(-math.radians(75), math.radians(75))
-        else:
-            d, phi = rng.uniform(1.2, 6.0), rng.uniform(-math.pi, math.pi)
-        p = root + d * np.array([math.cos(facing + phi), math.sin(facing + phi)])
+        d, phi = rng.uniform(1.2, 6.0), rng.uniform(-math.pi, math.pi)
+        p = root + d * np.array([math.cos(phi), math.sin(phi)])
         if nav.is_navigable(p)[0]:
             return p
     return None
@@ -63,7 +63,7 @@ def _viewpoint(kind: str, nav, root: np.ndarray, facing: float, rng: np.random.G
 def _render_clip(ep: dict) -> list[dict]:
     from affectsim_nav.clips import resize, sample_indices
     from affectsim_nav.reference import view_quality
-    from affectsim_nav.runner import RayCaster, body_track, clip_times, placements, start_pose
+    from affectsim_nav.runner import RayCaster, body_track, clip_times, p_ref_clip, placements, pose_matrix, start_pose
 
     w = _W
     if w["scene"] is None or w["scene"].id != ep["scene_id"]:
@@ -79,44 +79,44 @@ def _render_clip(ep: dict) -> list[dict]:
     people = placements(ep, load)
     target = next(p for p in people if p.is_target)
     b = w["backend"]
-    b.load(w["scene"], start_pose(ep), tuple(people))
+    start = start_pose(ep)
+    b.load(w["scene"], start, tuple(people))
     full = clip_times(target.motion.duration)
     times = full[sample_indices(len(full))]
     track = body_track(people, times)
-    head = b.link_transforms()["head_camera_rgb_optical_frame"].translation
+    rays = RayCaster(b)
     rng = np.random.default_rng([int(ep["seed"]), 7])
-    out = []
-    for kind in VIEWS:
-        base = _viewpoint(kind, b.navigable, track.root[0], float(track.yaw[0]), rng)
-        if base is None:
-            continue
+    views = []
+    try:
+        clip, _plan = p_ref_clip(b, people, start, times)
+        views.append(("reference", clip.frames, clip.camera_poses))
+    except RuntimeError:  # no navigable reference viewpoint around this performer
+        pass
+    base = _random_viewpoint(b.navigable, track.root[0], rng)
+    if base is not None:
         centre = track.points[0].mean(0)
-        yaw = math.atan2(centre[1] - base[1], centre[0] - base[0])
-        if kind == "reference":
-            horiz = max(0.3, float(np.hypot(*(centre[:2] - base))))
-            b.set_head(tilt=math.atan2(float(head[2]) - float(centre[2]), horiz))
-        else:
-            yaw += rng.uniform(-math.radians(15), math.radians(15))
-            b.set_head(tilt=0.0)
+        yaw = math.atan2(centre[1] - base[1], centre[0] - base[0]) + rng.uniform(-math.radians(15), math.radians(15))
+        b.set_head(tilt=0.0)
         b.set_pose(Pose2D(float(base[0]), float(base[1]), yaw))
-        frames, vis = [], []
-        rays = RayCaster(b)
-        for n, t in enumerate(times):
+        frames, poses = [], []
+        for t in times:
             b.set_time(float(t))
             f = b.render_head_camera()
-            frames.append(resize(f.rgb))
-            m = np.eye(4)
-            m[:3, :3], m[:3, 3] = f.pose.rotation, f.pose.translation
-            vis.append(view_quality(track.points[n], m, b.head_intrinsics, rays)[0])
-        b.set_head(tilt=0.0)
-        frames = np.stack(frames)
-        rel = math.atan2(base[1] - track.root[0][1], base[0] - track.root[0][0]) - float(track.yaw[0])
+            frames.append(f.rgb)
+            poses.append(pose_matrix(f.pose))
+        views.append(("random", frames, np.stack(poses)))
+    out = []
+    for kind, frames, poses in views:
+        frames = np.stack([resize(f) for f in frames])
+        vis = [view_quality(track.points[n], poses[n], b.head_intrinsics, rays)[0] for n in range(len(times))]
+        cam = poses[0][:2, 3]
+        rel = math.atan2(cam[1] - track.root[0][1], cam[0] - track.root[0][0]) - float(track.yaw[0])
         out.append({"episode_id": ep["episode_id"], "view": kind, "label": EMOTIONS.index(ep["emotion"]),
                     "family": ep["family"], "action": ep["action"],
-                    "distance": float(np.linalg.norm(base - track.root[0])),
+                    "distance": float(np.linalg.norm(cam - track.root[0][:2])),
                     "relative_orientation": abs(math.atan2(math.sin(rel), math.cos(rel))),
                     "visible_fraction": float(np.mean(vis)),
-                    "keypoints": clip_keypoints(w["pose"], frames),
+                    "pose": clip_pose(w["pose"], frames),
                     "small": np.stack([np.asarray(Image.fromarray(x).resize((SMALL, SMALL), Image.BILINEAR))
                                        for x in frames])})
     return out
@@ -139,17 +139,17 @@ def render_split(split: str, episodes: list[dict], out: Path = DATA_DIR, workers
                     f"{el:.0f} s, ETA {eta:.0f} s")
     target = Path(out) / split
     with staged_dir(target, f".{split}-") as tmp:
-        np.save(tmp / "keypoints.npy", np.stack([r["keypoints"] for r in rows]).astype(np.float32))
+        np.save(tmp / "pose.npy", np.stack([r["pose"] for r in rows]).astype(np.float32))
         np.save(tmp / "frames64.npy", np.stack([r["small"] for r in rows]).astype(np.uint8))
-        meta = [{k: v for k, v in r.items() if k not in ("keypoints", "small")} for r in rows]
+        meta = [{k: v for k, v in r.items() if k not in ("pose", "small")} for r in rows]
         (tmp / "clips.json").write_text(json.dumps(meta))
     return target
 
 
 def load_clips(split: str, root: Path = DATA_DIR) -> tuple[np.ndarray, np.ndarray, list[dict]]:
-    """(keypoints (N, 8, 33, 3), frames64 (N, 8, 64, 64, 3), metadata) of a rendered split."""
+    """(pose (N, 8, 33, 6), frames64 (N, 8, 64, 64, 3), metadata) of a rendered split."""
     d = Path(root) / split
     if not (d / "clips.json").is_file():
         raise FileNotFoundError(f"{d} has no rendered clips; run `affectsim train` (it renders them first)")
-    return (np.load(d / "keypoints.npy", mmap_mode="r"), np.load(d / "frames64.npy", mmap_mode="r"),
+    return (np.load(d / "pose.npy", mmap_mode="r"), np.load(d / "frames64.npy", mmap_mode="r"),
             json.loads((d / "clips.json").read_text()))

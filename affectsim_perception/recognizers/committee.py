@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from affectsim_perception.person_model import clip_keypoints
+from affectsim_perception.person_model import clip_pose
 from affectsim_perception.recognizers.base import RECOGNIZERS, ClipInput, Prediction, Recognizer, load_checkpoint
 from affectsim_perception.recognizers.rgb_clip import small_frames
 
@@ -17,23 +17,23 @@ MEMBERS = ("pose-temporal", "rgb-clip")
 
 
 def load_members(detector=None) -> tuple[Recognizer, Recognizer]:
-    """The member recognizers (sharing ``detector``; without one, keypoints must be given)."""
+    """The member recognizers (sharing ``detector``; without one, poses must be given)."""
     from affectsim_perception.recognizers.pose_temporal import PoseTemporal
     from affectsim_perception.recognizers.rgb_clip import RgbClip
 
     return PoseTemporal(detector=detector or _NoDetector()), RgbClip()
 
 
-def member_probs(members, keypoints: np.ndarray, small: np.ndarray) -> np.ndarray:
-    """(M, N, 5) member probabilities for N clips given their keypoints (N, 8, 33, 3) and 64x64 frames."""
+def member_probs(members, poses: np.ndarray, small: np.ndarray) -> np.ndarray:
+    """(M, N, 5) member probabilities for N clips given their poses (N, 8, 33, 6) and 64x64 frames."""
     pose, rgb = members
-    return np.stack([np.stack([pose.predict_keypoints(k).probs for k in keypoints]),
+    return np.stack([np.stack([pose.predict_pose(k).probs for k in poses]),
                      np.stack([rgb.predict_small(np.asarray(s)).probs for s in small])])
 
 
 class _NoDetector:
     def detect(self, rgb):
-        raise RuntimeError("keypoints are precomputed here")
+        raise RuntimeError("poses are precomputed here")
 
     def close(self) -> None:
         pass
@@ -51,12 +51,12 @@ class Committee(Recognizer):
         if detector is None:
             from affectsim_perception.person_model import BlazePose
 
-            detector = BlazePose()
+            detector = BlazePose(video=True)
         self.detector = detector
         self.members = load_members(detector)
 
     def predict(self, clip: ClipInput) -> Prediction:
-        probs = member_probs(self.members, clip_keypoints(self.detector, clip.frames)[None],
+        probs = member_probs(self.members, clip_pose(self.detector, clip.frames)[None],
                              small_frames(clip.frames)[None])[:, 0]
         return Prediction.from_probs(np.tensordot(self.weights, probs, axes=1))
 
