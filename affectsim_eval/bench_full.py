@@ -32,6 +32,17 @@ def _load(run: Path) -> dict[str, dict]:
         return {r["episode_id"]: r for r in st.records(None)}
 
 
+def stage_seconds(records: list[dict]) -> dict[str, float]:
+    """Seconds per stage summed over records (``timing``): the passive settings, head-camera render,
+    person detection and global planning inside the policy, the rest of the policy and the executor
+    (control), recognition of the four clips, d*(r)."""
+    t = {k: sum(r.get("timing", {}).get(k, 0.0) for r in records)
+         for k in ("passive", "render", "detection", "planning", "policy", "apply", "recognition", "d_star")}
+    control = t["policy"] + t["apply"] - t["detection"] - t["planning"]
+    return {"passive": t["passive"], "render": t["render"], "detection": t["detection"], "planning": t["planning"],
+            "control": control, "recognition": t["recognition"], "d_star": t["d_star"]}
+
+
 def _ros(run: Path, ids: list[str], log) -> float:
     from affectsim_ros.launcher import GraphProcesses
 
@@ -66,10 +77,7 @@ def run(out: Path | None = None, episodes: int = 12, split: str = "test", log=pr
 
     local = runs["in_process"]
     per_ep = {k: float(np.mean([r["wall_s"] for r in v.values()])) for k, v in runs.items()}
-    stages: dict[str, float] = {}
-    for r in local.values():
-        for k, v in r.get("timing", {}).items():
-            stages[k] = stages.get(k, 0.0) + v
+    stages = stage_seconds(list(local.values()))
     total = sum(stages.values())
     eff = walls["ray_1"] / walls["ray_2"] / 2
     best_rate = 2 * eff / per_ep["in_process"]  # episodes/s with both cores
@@ -78,8 +86,8 @@ def run(out: Path | None = None, episodes: int = 12, split: str = "test", log=pr
         "episodes_per_hour": {"in_process_1_worker": 3600 / per_ep["in_process"],
                               "in_process_2_workers": 3600 * best_rate,
                               "ros_graph": 3600 / per_ep["ros_graph"]},
-        "stage_seconds_per_episode": {k: v / len(local) for k, v in sorted(stages.items())},
-        "stage_share": {k: v / total for k, v in sorted(stages.items())},
+        "stage_seconds_per_episode": {k: v / len(local) for k, v in stages.items()},
+        "stage_share": {k: v / total for k, v in stages.items()},
         "ros_vs_in_process": per_ep["in_process"] / per_ep["ros_graph"],
         "ray_scaling_efficiency_1_to_2": eff,
         "projected_full_test_split_hours": {"in_process_2_workers": FULL_TEST_SPLIT / best_rate / 3600,

@@ -6,7 +6,7 @@ Record (JSON-serialisable; floats rounded so that records compare exactly across
 
     episode_id, scene_id, family, challenge, action, label      the episode (label: the emotion)
     predictions {recognizer: {setting: label | None}}           None: no label (unparseable/error)
-    probs       {recognizer: {setting: [5 floats]}}             over EMOTIONS
+    probs       {recognizer: {setting: [5 floats]}}             over EMOTIONS, at float32 precision (as in ROS)
     outcomes    {recognizer: {setting: "ok" | "unparseable" | "error"}}
     a_obs       {outcome, message, fallback, path_length (m), diagnostics {Table 6 inputs},
                  trajectory [[x, y, yaw], ...] (map frame, m/rad, the start then one per action)}
@@ -79,7 +79,7 @@ def episode_record(ep: dict, predictions: Mapping[str, Mapping[str, Prediction]]
         "episode_id": ep["episode_id"], "scene_id": ep["scene_id"], "family": ep["family"],
         "challenge": ep.get("challenge") or "", "action": ep.get("action", ""), "label": ep["emotion"],
         "predictions": {n: {s: predictions[s][n].label for s in SETTINGS} for n in names},
-        "probs": {n: {s: [_r(v) for v in predictions[s][n].probs] for s in SETTINGS} for n in names},
+        "probs": {n: {s: [_r(np.float32(v)) for v in predictions[s][n].probs] for s in SETTINGS} for n in names},
         "outcomes": {n: {s: predictions[s][n].outcome for s in SETTINGS} for n in names},
         "a_obs": {"outcome": active["outcome"], "message": active["message"].splitlines()[0] if active["message"] else "",
                   "fallback": bool(fallback), "path_length": diag["path_length"], "diagnostics": diag,
