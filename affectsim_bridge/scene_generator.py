@@ -137,9 +137,10 @@ def _overlap(a: Rect, b: Rect, margin: float = 0.0) -> bool:
     return True
 
 
-def generate_scene(index: int, seed: int = 0) -> dict:
-    """Scene document (format ``affectsim-scene/1``) number ``index`` (0-39 apartments, 40-56 offices)."""
-    rng = np.random.default_rng([seed, index])
+def generate_scene(index: int, seed: int = 0, attempt: int = 0) -> dict:
+    """Scene document (format ``affectsim-scene/1``) number ``index`` (0-39 apartments, 40-56 offices);
+    ``attempt`` > 0 draws another layout for the same index (when one fails its checks)."""
+    rng = np.random.default_rng([seed, index] if attempt == 0 else [seed, index, attempt])
     office = index >= N_APARTMENTS
     n_rooms = int(rng.integers(3 if office else 2, 7))
     area = float(rng.uniform(16, 22)) * n_rooms
@@ -335,6 +336,9 @@ def check_scene(scene: Scene, robot_radius: float = 0.3) -> dict:
             "furniture": len(scene.furniture), "doors": len(scene.doors()), "problems": problems}
 
 
+MAX_ATTEMPTS = 10
+
+
 def build_scenes(out: Path = SCENES_DIR, seed: int = 0, count: int = N_APARTMENTS + N_OFFICES,
                  log: Callable[[str], None] = print) -> dict:
     """Generate, check and write ``count`` scenes with a manifest; replaces ``out`` atomically."""
@@ -342,11 +346,15 @@ def build_scenes(out: Path = SCENES_DIR, seed: int = 0, count: int = N_APARTMENT
     with staged_dir(Path(out), ".scenes-") as tmp:
         entries = []
         for i in range(count):
-            doc = generate_scene(i, seed)
-            scene = parse_scene(doc, doc["id"])
-            report = check_scene(scene)
-            if report["problems"]:
-                raise RuntimeError(f"{doc['id']} failed its checks: {report['problems']}")
+            for attempt in range(MAX_ATTEMPTS):  # deterministic: the first layout that passes its checks
+                doc = generate_scene(i, seed, attempt)
+                scene = parse_scene(doc, doc["id"])
+                report = check_scene(scene)
+                if not report["problems"]:
+                    break
+                log(f"[scenes] {doc['id']} layout {attempt} failed its checks ({report['problems']}); drawing another")
+            else:
+                raise RuntimeError(f"{doc['id']} failed its checks in {MAX_ATTEMPTS} layouts: {report['problems']}")
             path = tmp / f"{doc['id']}.yaml"
             path.write_text(yaml.safe_dump(doc, sort_keys=False))
             entries.append({"id": doc["id"], "file": path.name, "kind": doc["meta"]["kind"],

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import threading
 import time
-import traceback
 from pathlib import Path
 
 import rclpy
 from rclpy.node import Node
 
-from affectsim_eval.runner import (DATA_DIR, DEFAULT_RECOGNIZERS, EvalConfig, run_meta, save_thumbnail,
-                                   select_episodes, thumbnails)
+from affectsim_eval.runner import (DATA_DIR, DEFAULT_RECOGNIZERS, EvalConfig, failure_reason, run_meta,
+                                   save_thumbnail, select_episodes, thumbnails)
 from affectsim_ros.core.errors import InvalidInput
 from affectsim_ros.ros.node_main import run_node
 
@@ -59,7 +58,6 @@ class EvaluatorNode(Node):
         self.record = bool(p["record"])
         self.data = Path(p["data_dir"]) if p["data_dir"] else DATA_DIR
         self.episodes = select_episodes(self.cfg, self.data)  # a missing dataset is refused here, at start
-        self.done = threading.Event()
         self.error: str | None = None
         threading.Thread(target=self._run, daemon=True).start()
 
@@ -92,11 +90,8 @@ class EvaluatorNode(Node):
                         save_thumbnail(self.out / "frames" / f"{ep['episode_id']}.jpg",
                                        thumbnails(ev.last_frames["p_init"], ev.last_frames["a_obs"]))
                     except Exception as exc:  # noqa: BLE001 - the failure is recorded, the run goes on
-                        where = traceback.extract_tb(exc.__traceback__)[-1]
                         rec = {"episode_id": ep["episode_id"], "family": ep["family"], "label": ep["emotion"],
-                               "status": "failed",
-                               "reason": f"{type(exc).__name__}: {exc}".splitlines()[0]
-                                         + f" @ {Path(where.filename).name}:{where.lineno}"}
+                               "status": "failed", "reason": failure_reason(exc)}
                         log.error(f"{ep['episode_id']} failed: {rec['reason']}")
                     store.put({**rec, "wall_s": time.perf_counter() - t, "worker": "ros"},
                               replace=self.retry_failed)
@@ -111,7 +106,6 @@ class EvaluatorNode(Node):
         finally:
             if ev is not None:
                 ev.close()
-            self.done.set()
             if self.exit_when_done:
                 rclpy.try_shutdown(context=self.context)
 

@@ -140,8 +140,7 @@ class EpisodeWorker:
             status, reason = "ok", ""
         except Exception as exc:  # noqa: BLE001 - one failing episode is recorded, the run goes on
             record = {"episode_id": ep["episode_id"], "family": ep.get("family"), "label": ep.get("emotion")}
-            status, thumb = "failed", b""
-            reason = f"{type(exc).__name__}: {exc}".splitlines()[0] + " @ " + _where(exc)
+            status, thumb, reason = "failed", b"", failure_reason(exc)
         return {**record, "status": status, "reason": reason, "wall_s": time.perf_counter() - t0,
                 "worker": f"{socket.gethostname()}:{os.getpid()}",
                 "timing": {k: round(v, 4) for k, v in self.times.seconds.items()}, THUMB_KEY: thumb}
@@ -151,9 +150,11 @@ class EpisodeWorker:
             r.close()
 
 
-def _where(exc: BaseException) -> str:
+def failure_reason(exc: BaseException) -> str:
+    """One line for the store: the exception and where it was raised (file:line)."""
     tb = traceback.extract_tb(exc.__traceback__)
-    return f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else "?"
+    where = f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else "?"
+    return f"{type(exc).__name__}: {exc}".splitlines()[0] + f" @ {where}"
 
 
 THUMB_KEY = "_thumbnail"  # JPEG bytes travelling with a result to the driver (not stored in the record)

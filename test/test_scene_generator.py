@@ -48,3 +48,13 @@ def test_generated_ids_resolve_only_when_built(tmp_path, monkeypatch):
         resolve_scene_path("scene_003")
     build_scenes(tmp_path, count=1, log=lambda s: None)
     assert resolve_scene_path("scene_000") == tmp_path / "scene_000.yaml"
+
+
+def test_a_layout_that_fails_its_checks_is_replaced_by_the_next_attempt():
+    from affectsim_bridge.scene import parse_scene
+    from affectsim_bridge.scene_generator import check_scene, generate_scene
+
+    first, second = generate_scene(37, 0), generate_scene(37, 0, attempt=1)
+    assert check_scene(parse_scene(first, first["id"]))["problems"]  # scene_037's first layout: rooms unreachable
+    assert not check_scene(parse_scene(second, second["id"]))["problems"]
+    assert generate_scene(37, 0, attempt=1) == second  # deterministic
