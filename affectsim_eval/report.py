@@ -43,12 +43,6 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(out)
 
 
-def _only(records: Sequence[Mapping], names: Sequence[str]) -> list[dict]:
-    """Records restricted to the recognizers ``names``."""
-    keep = ("predictions",)
-    return [{**r, **{k: {n: r[k][n] for n in names} for k in keep}} for r in records]
-
-
 def summarize(records: Sequence[Mapping]) -> dict:
     """Every number of the report (fractions), from ok records."""
     if not records:
