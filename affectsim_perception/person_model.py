@@ -1,9 +1,9 @@
 """Frozen person models from ``mediapipe==0.10.14``, offline: BlazePose (detection, box and 33
-landmarks with visibility) and person segmentation (a mask).
+landmarks with visibility; its TFLite models run by :mod:`affectsim_perception.blazepose`) and
+person segmentation (a mask).
 
 Only the ``full`` landmark model ships inside the wheel (``lite`` and ``heavy`` would be
-downloaded at run time, which this project never does), so model complexity is fixed
-to 1. Frames are RGB uint8 (H, W, 3); image outputs are in pixels of that image, world
+downloaded at run time, which this project never does). Frames are RGB uint8 (H, W, 3); image outputs are in pixels of that image, world
 landmarks in metres (BlazePose's own frame: origin between the hips, axes those of the camera
 up to scale, so they carry the body's 3D posture whatever the viewpoint).
 """
@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from affectsim_perception.blazepose import PoseGraph, roi_from_points
 from affectsim_ros.core.errors import MissingDependency
 
 os.environ.setdefault("GLOG_minloglevel", "2")  # mediapipe's C++ start-up chatter
@@ -35,43 +36,45 @@ class PersonDetection:
 
 
 class BlazePose:
-    """Single-person pose. ``video=False``: every image on its own (results do not depend on order).
-    ``video=True``: the person is tracked from frame to frame (the detector runs only when the track
-    is lost, ~30 % faster); :meth:`reset` before each new sequence, as :func:`clip_pose` does, so a
-    clip's result depends on that clip alone."""
+    """Single-person pose (:mod:`affectsim_perception.blazepose`). ``video=False``: every image on
+    its own, the detector runs on each (results do not depend on order). ``video=True``: the person
+    is tracked from frame to frame and the detector runs only when the track is lost; :meth:`reset`
+    before each new sequence, as :func:`clip_pose` does, so a clip's result depends on that clip
+    alone. ``threads``: CPU threads of each model (results do not depend on it)."""
 
-    def __init__(self, min_detection_confidence: float = 0.5, video: bool = False) -> None:
-        try:
-            import mediapipe as mp
-        except ImportError as exc:
-            raise MissingDependency("BlazePose", "mediapipe==0.10.14", "run `make setup`") from exc
+    def __init__(self, min_detection_confidence: float = 0.5, video: bool = False,
+                 min_presence: float = 0.5, threads: int = min(2, os.cpu_count() or 1)) -> None:
         self.video = video
-        self._pose = mp.solutions.pose.Pose(static_image_mode=not video, model_complexity=1, smooth_landmarks=False,
-                                            enable_segmentation=False,
-                                            min_detection_confidence=min_detection_confidence)
+        self.min_presence = min_presence
+        self._graph = PoseGraph(threads, min_detection_confidence)
+        self._roi = None
 
     def reset(self) -> None:
         """Forget the tracked person (video mode)."""
-        self._pose.reset()
+        self._roi = None
 
     def detect(self, rgb: np.ndarray) -> PersonDetection | None:
         if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
             raise ValueError(f"image shape/dtype {rgb.shape}/{rgb.dtype} is invalid; expected (H, W, 3) uint8 RGB")
-        res = self._pose.process(np.ascontiguousarray(rgb))
-        if res.pose_landmarks is None:
+        rgb = np.ascontiguousarray(rgb)
+        roi = self._roi if self.video else None
+        if roi is None:
+            roi = self._graph.detect(rgb)
+        lm = self._graph.landmarks(rgb, roi) if roi is not None else None
+        if lm is None or lm.presence < self.min_presence:
+            self._roi = None
             return None
+        if self.video:
+            self._roi = roi_from_points(lm.points[33], lm.points[34])
         h, w = rgb.shape[:2]
-        lm = res.pose_landmarks.landmark
-        kp = np.array([[p.x * w, p.y * h] for p in lm])
-        vis = np.array([p.visibility for p in lm])
+        kp, vis = lm.points[:33], lm.visibility[:33]
         seen = kp[vis > 0.5] if (vis > 0.5).any() else kp
         x0, y0 = np.clip(seen.min(0), 0, [w, h])
         x1, y1 = np.clip(seen.max(0), 0, [w, h])
-        world = np.array([[p.x, p.y, p.z] for p in res.pose_world_landmarks.landmark])
-        return PersonDetection(kp, vis, (float(x0), float(y0), float(x1), float(y1)), world)
+        return PersonDetection(kp, vis, (float(x0), float(y0), float(x1), float(y1)), lm.world[:33])
 
     def close(self) -> None:
-        self._pose.close()
+        """Nothing to release (kept for callers that close their detectors)."""
 
 
 class PersonSegmenter:
