@@ -186,6 +186,7 @@ _WORKER: list[EpisodeWorker] = []
 
 
 def _pool_init(cfg: dict, data: str) -> None:
+    os.environ["OMP_NUM_THREADS"] = "1"  # one CPU per worker process, as Ray does for its actors
     _WORKER.append(EpisodeWorker(cfg, data))
 
 

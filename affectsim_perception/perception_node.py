@@ -54,7 +54,7 @@ class PerceptionNode(Node):
             raise InvalidInput("parameter detect_rate_hz", self.rate, "a rate in [0, 60] Hz", where="perception")
         self.recognizers: dict[str, Recognizer] = {n: RECOGNIZERS.create(n) for n in names}
         self.detector = BlazePose()
-        self._lock = threading.Lock()  # mediapipe graphs are not re-entrant
+        self._lock = threading.Lock()  # the TFLite interpreters are not re-entrant
         self._last_t = -math.inf
         self._pending: dict[float, dict[str, Image]] = {}
         self._info: CameraInfo | None = None

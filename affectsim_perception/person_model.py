@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from affectsim_perception.blazepose import PoseGraph, roi_from_points
-from affectsim_ros.core.errors import MissingDependency
+from affectsim_ros.core.errors import InvalidInput, MissingDependency
 
 os.environ.setdefault("GLOG_minloglevel", "2")  # mediapipe's C++ start-up chatter
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -40,10 +40,17 @@ class BlazePose:
     its own, the detector runs on each (results do not depend on order). ``video=True``: the person
     is tracked from frame to frame and the detector runs only when the track is lost; :meth:`reset`
     before each new sequence, as :func:`clip_pose` does, so a clip's result depends on that clip
-    alone. ``threads``: CPU threads of each model (results do not depend on it)."""
+    alone. ``threads``: CPU threads of each model (results do not depend on it); by default
+    ``$OMP_NUM_THREADS`` where set (Ray sets it per worker, the evaluation and training pools to 1),
+    otherwise up to 2."""
 
     def __init__(self, min_detection_confidence: float = 0.5, video: bool = False,
-                 min_presence: float = 0.5, threads: int = min(2, os.cpu_count() or 1)) -> None:
+                 min_presence: float = 0.5, threads: int | None = None) -> None:
+        if threads is None:
+            env = os.environ.get("OMP_NUM_THREADS", "")
+            if env and not (env.isdigit() and int(env) > 0):
+                raise InvalidInput("OMP_NUM_THREADS", env, "a positive integer (CPU threads per model)")
+            threads = int(env) if env else min(2, os.cpu_count() or 1)
         self.video = video
         self.min_presence = min_presence
         self._graph = PoseGraph(threads, min_detection_confidence)

@@ -124,3 +124,13 @@ def test_results_do_not_depend_on_thread_count(frames, graph):
 def test_bad_confidence_is_named():
     with pytest.raises(ValueError, match="min_detection_confidence=1.5"):
         bp.PoseGraph(min_detection_confidence=1.5)
+
+
+def test_thread_count_comes_from_omp_num_threads(monkeypatch):
+    from affectsim_perception.person_model import BlazePose
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "two")
+    with pytest.raises(ValueError, match="OMP_NUM_THREADS='two'"):
+        BlazePose()
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert BlazePose().detect(np.zeros((224, 224, 3), np.uint8)) is None

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from affectsim_perception.recognizers.base import RECOGNIZERS, ClipInput, Prediction, Recognizer, load_checkpoint
+from affectsim_perception.recognizers.base import (RECOGNIZERS, ClipInput, Prediction, Recognizer, load_checkpoint,
+                                                   single_threaded_blas)
 from affectsim_perception.recognizers.pose_temporal import softmax
 
 SIZE = 64
@@ -53,5 +54,6 @@ class RgbClip(Recognizer):
         return self.predict_small(small_frames(clip.frames))
 
     def predict_small(self, small: np.ndarray) -> Prediction:
-        z = clip_logits(self.weights, small) / float(self.weights["temperature"])
+        with single_threaded_blas():
+            z = clip_logits(self.weights, small) / float(self.weights["temperature"])
         return Prediction.from_probs(softmax(z.astype(np.float64)))
