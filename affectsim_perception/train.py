@@ -32,7 +32,7 @@ from affectsim_ros.core.errors import InvalidInput
 from affectsim_ros.dataset.episodes import DATASET_DIR, load_split
 
 TRAINABLE = ("pose-temporal", "rgb-clip", "committee", "majority")
-SUBSET = {"train": 2500, "val": 300, "test": 400}  # episodes rendered per split (two views each)
+SUBSET = {"train": 5000, "val": 300, "test": 400}  # episodes rendered per split (two views each)
 GOOD_VIEW = 0.7  # visible-body fraction from which a clip counts as a reference-like (good) view
 
 
@@ -64,9 +64,14 @@ def ensure_clips(split: str, n: int, seed: int, root: Path = DATASET_DIR, data: 
 
 
 def _code_version() -> str:
+    """The git commit, with ``+dirty`` when tracked files differ from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=Path(__file__).parent,
+                              timeout=10).stdout.strip()
+
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, timeout=10).stdout.strip() or "unknown"
+        head = git("rev-parse", "--short", "HEAD")
+        return (head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")) if head else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
@@ -111,14 +116,14 @@ def train(name: str, seed: int = 0, out: Path = CHECKPOINT_DIR, root: Path = DAT
     labels = {s: np.array([c["label"] for c in clips[s][2]]) for s in sizes}
     extra: dict = {}
     if name == "pose-temporal":
-        from affectsim_perception.recognizers.pose_temporal import mirror_pose, mlp_logits, pose_features, softmax
+        from affectsim_perception.recognizers.pose_temporal import mirror_pose, net_logits, pose_features, softmax
 
         feats = {s: np.stack([pose_features(k) for k in clips[s][0]]) for s in sizes}
         x = np.concatenate([feats["train"], np.stack([pose_features(mirror_pose(k)) for k in clips["train"][0]])])
         y = np.concatenate([labels["train"], labels["train"]])
-        weights, curve = fit_mlp_ensemble(x, y, feats["val"], labels["val"], seed, log)
+        weights, curve = fit_pose_ensemble(x, y, feats["val"], labels["val"], seed, log)
         extra["n_features"] = int(feats["train"].shape[1])
-        probs = {s: softmax(mlp_logits(weights, feats[s])) for s in ("val", "test")}
+        probs = {s: softmax(net_logits(weights, feats[s])) for s in ("val", "test")}
     elif name == "rgb-clip":
         from affectsim_perception.recognizers.pose_temporal import softmax
         from affectsim_perception.recognizers.rgb_clip import clip_logits
@@ -222,11 +227,16 @@ def _fit_temperature(logits, y: np.ndarray) -> float:
     return float(temp.clamp(min=0.05).item())
 
 
-def fit_mlp(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: int,
-            log: Callable[[str], None] = print, hidden: tuple[int, ...] = (128, 64), epochs: int = 80,
-            lr: float = 1e-3, weight_decay: float = 1e-3, dropout: float = 0.3) -> tuple[dict, dict]:
-    """Train an MLP (PyTorch, CPU, deterministic), keep the best val epoch, fit a temperature on val."""
+def fit_pose_net(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: int,
+                 log: Callable[[str], None] = print, conv: int = 64, hidden: tuple[int, ...] = (128, 64),
+                 epochs: int = 80, lr: float = 1e-3, weight_decay: float = 1e-3,
+                 dropout: float = 0.3) -> tuple[dict, dict]:
+    """Train one pose-temporal network (PyTorch, CPU, deterministic; layout in
+    :func:`~affectsim_perception.recognizers.pose_temporal.net_logits`), keep the best val epoch,
+    fit a temperature on val."""
     import torch
+
+    from affectsim_perception.recognizers.pose_temporal import FRAMES, N_FRAME, N_STATIC, net_logits
 
     torch.manual_seed(seed)
     torch.set_num_threads(2)
@@ -235,12 +245,25 @@ def fit_mlp(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: 
     xt = torch.tensor((x - mu) / sd, dtype=torch.float32)
     yt = torch.tensor(y, dtype=torch.long)
     xvt = torch.tensor((xv - mu) / sd, dtype=torch.float32)
-    layers, d = [], x.shape[1]
-    for h in hidden:
-        layers += [torch.nn.Linear(d, h), torch.nn.ReLU(), torch.nn.Dropout(dropout)]
-        d = h
-    layers.append(torch.nn.Linear(d, len(EMOTIONS)))
-    net = torch.nn.Sequential(*layers)
+
+    class Net(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.convs = torch.nn.ModuleList([torch.nn.Conv1d(N_FRAME, conv, 3, padding=1),
+                                              torch.nn.Conv1d(conv, conv, 3, padding=1)])
+            layers, d = [], 2 * conv + N_STATIC
+            for h in hidden:
+                layers += [torch.nn.Linear(d, h), torch.nn.ReLU(), torch.nn.Dropout(dropout)]
+                d = h
+            self.mlp = torch.nn.Sequential(*layers, torch.nn.Linear(d, len(EMOTIONS)))
+
+        def forward(self, inp: torch.Tensor) -> torch.Tensor:
+            f = inp[:, N_STATIC:].reshape(len(inp), FRAMES, N_FRAME).transpose(1, 2)
+            for c in self.convs:
+                f = torch.relu(c(f))
+            return self.mlp(torch.cat([f.mean(2), f.amax(2), inp[:, :N_STATIC]], 1))
+
+    net = Net()
     opt = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=weight_decay)
     gen = torch.Generator().manual_seed(seed)
 
@@ -251,34 +274,39 @@ def fit_mlp(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: 
     history = _fit_epochs(net, opt, batches, lambda: net(xvt).argmax(1).numpy(), yv, epochs, log, "epoch", every=10)
     with torch.no_grad():
         logits = net(xvt)
-    linear = [m for m in net if isinstance(m, torch.nn.Linear)]
     weights = {"mu": mu.astype(np.float32), "sd": sd.astype(np.float32),
                "temperature": np.array(_fit_temperature(logits, yv), np.float32)}
-    for i, m in enumerate(linear):
+    for i, c in enumerate(net.convs):
+        weights[f"C{i}"] = c.weight.detach().numpy().copy()
+        weights[f"c{i}"] = c.bias.detach().numpy().copy()
+    for i, m in enumerate(m for m in net.mlp if isinstance(m, torch.nn.Linear)):
         weights[f"W{i}"] = m.weight.detach().numpy().T.copy()
         weights[f"b{i}"] = m.bias.detach().numpy().copy()
+    mine = net_logits({**{f"m0_{k}": v for k, v in weights.items()}, "temperature": np.array(1.0)}, xv)
+    if not np.allclose(mine, logits.numpy(), atol=1e-3):
+        raise RuntimeError(f"numpy inference differs from PyTorch by {np.abs(mine - logits.numpy()).max():.2e}")
     return weights, {"epochs": epochs, "best_epoch": int(np.argmax(history)) + 1, "val_macro_f1_by_epoch": history,
-                     "hidden": list(hidden), "lr": lr, "weight_decay": weight_decay, "dropout": dropout,
+                     "conv": conv, "hidden": list(hidden), "lr": lr, "weight_decay": weight_decay, "dropout": dropout,
                      "temperature": round(float(weights["temperature"]), 4)}
 
 
-def fit_mlp_ensemble(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: int,
-                     log: Callable[[str], None] = print, members: int = 5) -> tuple[dict, dict]:
-    """``members`` MLPs (:func:`fit_mlp`, seeds ``seed``..``seed + members - 1``) whose logits are
-    averaged, with one temperature fit on val for the average."""
+def fit_pose_ensemble(x: np.ndarray, y: np.ndarray, xv: np.ndarray, yv: np.ndarray, seed: int,
+                      log: Callable[[str], None] = print, members: int = 5) -> tuple[dict, dict]:
+    """``members`` networks (:func:`fit_pose_net`, seeds ``seed``..``seed + members - 1``) whose
+    logits are averaged, with one temperature fit on val for the average."""
     import torch
 
-    from affectsim_perception.recognizers.pose_temporal import mlp_logits
+    from affectsim_perception.recognizers.pose_temporal import net_logits
 
     weights: dict[str, np.ndarray] = {}
     curves = []
     for k in range(members):
         log(f"[train] ensemble member {k + 1}/{members}")
-        w, c = fit_mlp(x, y, xv, yv, seed + k, log)
+        w, c = fit_pose_net(x, y, xv, yv, seed + k, log)
         weights.update({f"m{k}_{name}": v for name, v in w.items() if name != "temperature"})
         curves.append(c)
     weights["temperature"] = np.array(1.0, np.float32)
-    logits = torch.tensor(mlp_logits(weights, xv), dtype=torch.float32)
+    logits = torch.tensor(net_logits(weights, xv), dtype=torch.float32)
     weights["temperature"] = np.array(_fit_temperature(logits, yv), np.float32)
     return weights, {"members": curves, "augment": "left-right mirror", "temperature": round(float(weights["temperature"]), 4)}
 

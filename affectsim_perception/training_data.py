@@ -39,7 +39,7 @@ from affectsim_ros.core.geometry import Pose2D
 DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "perception"
 SMALL = 64  # px, stored frames for rgb-clip
 VIEWS = ("reference", "random")
-GENERATOR = 2  # bump when the clips change (cached clips of another generator are re-rendered)
+GENERATOR = 3  # bump when the clips change (cached clips of another generator are re-rendered)
 _W: dict = {}
 
 
@@ -48,7 +48,7 @@ def _init(motions: str, scenes_dir: str) -> None:
     from affectsim_perception.person_model import BlazePose
 
     _W.update(lib=Library(Path(motions)), scenes_dir=Path(scenes_dir), scene=None, backend=MujocoBackend(),
-              pose=BlazePose(video=True), motions={})
+              pose=BlazePose(video=True, threads=1), motions={})  # one thread per worker process
 
 
 def _random_viewpoint(nav, root: np.ndarray, rng: np.random.Generator) -> np.ndarray | None:

@@ -87,3 +87,36 @@ def test_corrupt_or_empty_checkpoints_are_named(tmp_path):
         load_checkpoint("majority", tmp_path)
     with pytest.raises(ValueError, match="affectsim train nope"):
         load_checkpoint("nope", tmp_path)
+
+
+def test_pose_temporal_numpy_network_equals_pytorch():
+    """The shipped inference path (numpy) computes what the trained PyTorch network computes."""
+    import torch
+
+    from affectsim_perception.recognizers import pose_temporal as pt
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4, pt.FRAMES, 7))
+    conv = torch.nn.Conv1d(7, 5, 3, padding=1).double()
+    ref = conv(torch.tensor(x).transpose(1, 2)).transpose(1, 2).detach().numpy()
+    assert np.allclose(pt._conv1d(x, conv.weight.detach().numpy(), conv.bias.detach().numpy()), ref, atol=1e-12)
+
+
+def test_pose_features_of_mirrored_and_empty_clips():
+    from affectsim_perception.recognizers import pose_temporal as pt
+
+    assert pt.pose_features(np.zeros((8, 33, 6))).shape == (pt.N_FEATURES,)
+    assert not pt.pose_features(np.zeros((8, 33, 6))).any()  # nobody found: all zero
+    pose = np.zeros((8, 33, 6))
+    rng = np.random.default_rng(1)
+    pose[:, :, :2] = rng.uniform(0.3, 0.7, (8, 33, 2))
+    pose[:, :, 2] = 0.9
+    pose[:, :, 3:] = rng.normal(scale=0.3, size=(8, 33, 3))
+    pose[3] = 0.0  # frame 3: nobody
+    f = pt.pose_features(pose)
+    assert np.isfinite(f).all()
+    frames = f[pt.N_STATIC:].reshape(pt.FRAMES, pt.N_FRAME)
+    assert frames[:, -1].tolist() == [1, 1, 1, 0, 1, 1, 1, 1] and not frames[3].any()
+    assert np.allclose(pt.mirror_pose(pt.mirror_pose(pose)), pose)
+    with pytest.raises(ValueError, match=r"clip pose shape \(7, 33, 6\)"):
+        pt.pose_features(np.zeros((7, 33, 6)))

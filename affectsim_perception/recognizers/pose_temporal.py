@@ -1,19 +1,26 @@
-"""``pose-temporal``: BlazePose pose of the 8 frames -> body posture and motion features -> an
-ensemble of small MLPs (numpy inference; trained by ``affectsim train pose-temporal``).
+"""``pose-temporal``: BlazePose pose of the 8 frames -> per-frame body points and clip-level
+posture and motion features -> an ensemble of small temporal networks (numpy inference; trained
+by ``affectsim train pose-temporal``).
 
-Features of a clip, over 17 body points (nose, shoulders, elbows, wrists, index fingers, hips,
-knees, ankles, foot tips); frames where nobody was found are zero / left out:
+Over 17 body points (nose, shoulders, elbows, wrists, index fingers, hips, knees, ankles, foot
+tips); frames where nobody was found are zero / left out. Clip-level features:
 - 3D posture (view-invariant): BlazePose world landmarks in a body frame (origin the hip
   centre, up the clip's mean hip-to-shoulder direction, right the hip line of each frame), in
   torso lengths: mean, standard deviation and mean absolute frame-to-frame change per coordinate;
+- 3D body measures: elbow, knee, shoulder, hip and neck angles, hand-to-hand, hand-to-hip,
+  hand-to-head, elbow-to-elbow and foot-to-foot distances (mean and spread over the clip), and
+  the torso direction in the camera frame (lean);
 - image posture: per frame the points relative to the hip centre in torso lengths, their
   visibilities and a found flag; per point the mean frame-to-frame displacement and spread;
 - image motion: hip-centre displacement between frames in torso lengths (mean, max, net) and
   the change of apparent size (walking towards or away); the share of frames with a person and
   the mean visibility.
-The clip's span in seconds is deliberately not used: it is twice the motion's duration by
-protocol, a cue that would survive any viewpoint. Training mirrors clips left-right
-(:func:`mirror_pose`) and averages the logits of several MLPs trained from different seeds.
+Per frame (the temporal branch): the body-frame 3D points, the image points relative to the
+hips, their visibilities and the found flag. Network: two 1D convolutions (kernel 3) over the 8
+frames, mean- and max-pooled over time, concatenated with the clip-level features, then a
+two-layer MLP. The clip's span in seconds is deliberately not used: it is twice the motion's
+duration by protocol, a cue that would survive any viewpoint. Training mirrors clips left-right
+(:func:`mirror_pose`) and averages the logits of networks trained from different seeds.
 """
 
 from __future__ import annotations
@@ -21,12 +28,17 @@ from __future__ import annotations
 import numpy as np
 
 from affectsim_perception.person_model import clip_pose
-from affectsim_perception.recognizers.base import RECOGNIZERS, ClipInput, Prediction, Recognizer, load_checkpoint
+from affectsim_perception.recognizers.base import (RECOGNIZERS, ClipInput, Prediction, Recognizer, load_checkpoint,
+                                                   single_threaded_blas)
 
 POINTS = (0, 11, 12, 13, 14, 15, 16, 19, 20, 23, 24, 25, 26, 27, 28, 31, 32)
+FRAMES = 8
 _N3 = len(POINTS) * 3
-_N2 = 8 * (len(POINTS) * 3 + 1) + len(POINTS) * 3 + 1
-N_FEATURES = 3 * _N3 + 5 + 2 + _N2
+_N2 = FRAMES * (len(POINTS) * 3 + 1) + len(POINTS) * 3 + 1
+_NB = 3 + 2 * 10 + 2 * 7  # body measures: lean, 10 angles and 7 distances (mean, spread)
+N_STATIC = 3 * _N3 + 5 + 2 + _N2 + _NB
+N_FRAME = len(POINTS) * 6 + 1  # per frame: 3D points, image points, visibilities, found
+N_FEATURES = N_STATIC + FRAMES * N_FRAME
 _PAIRS = ((1, 4), (2, 5), (3, 6), (7, 8), (9, 10), (11, 12), (13, 14), (15, 16), (17, 18), (19, 20), (21, 22),
           (23, 24), (25, 26), (27, 28), (29, 30), (31, 32))  # BlazePose left/right landmark pairs
 MIRROR = np.arange(33)
@@ -47,12 +59,9 @@ def mirror_pose(pose: np.ndarray) -> np.ndarray:
     return p
 
 
-def _world_features(pose: np.ndarray, found: np.ndarray) -> np.ndarray:
-    out = np.zeros(3 * _N3 + 5)
-    if not found.any():
-        return out
-    p = pose[found]
-    w = p[:, :, 3:]
+def _body_frame(w: np.ndarray) -> tuple[np.ndarray, float]:
+    """World landmarks ``w`` (F, 33, 3) of the frames with a person -> the 17 points in the body
+    frame (F, 17, 3: right, forward, up) in torso lengths, and the torso length (m)."""
     hip = w[:, [23, 24]].mean(axis=1)
     torso = w[:, [11, 12]].mean(axis=1) - hip
     size = max(float(np.median(np.linalg.norm(torso, axis=1))), 1e-3)
@@ -61,7 +70,15 @@ def _world_features(pose: np.ndarray, found: np.ndarray) -> np.ndarray:
     right = _unit(right - (right @ up)[:, None] * up)
     fwd = np.cross(up, right)
     rel = (w[:, POINTS] - hip[:, None]) / size
-    local = np.stack([np.einsum("fpc,fc->fp", rel, right), np.einsum("fpc,fc->fp", rel, fwd), rel @ up], -1)
+    return np.stack([np.einsum("fpc,fc->fp", rel, right), np.einsum("fpc,fc->fp", rel, fwd), rel @ up], -1), size
+
+
+def _world_features(pose: np.ndarray, found: np.ndarray) -> np.ndarray:
+    out = np.zeros(3 * _N3 + 5)
+    if not found.any():
+        return out
+    p = pose[found]
+    local, _ = _body_frame(p[:, :, 3:])
     out[:_N3] = local.mean(axis=0).ravel()
     out[_N3:2 * _N3] = local.std(axis=0).ravel()
     if len(p) >= 2:
@@ -72,6 +89,48 @@ def _world_features(pose: np.ndarray, found: np.ndarray) -> np.ndarray:
         step = np.linalg.norm(np.diff(h2, axis=0), axis=1) / m2
         out[3 * _N3:] = (step.mean(), step.max(), np.linalg.norm(h2[-1] - h2[0]) / m2, np.std(s2) / m2,
                          (s2[-1] - s2[0]) / m2)
+    return out
+
+
+def _angle(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Angle (rad) at ``b`` between ``a`` and ``c``, per row."""
+    return np.arccos(np.clip((_unit(a - b) * _unit(c - b)).sum(-1), -1.0, 1.0))
+
+
+def _body_measures(pose: np.ndarray, found: np.ndarray) -> np.ndarray:
+    out = np.zeros(_NB)
+    if not found.any():
+        return out
+    w = pose[found][:, :, 3:]
+    hip, neck = w[:, [23, 24]].mean(axis=1), w[:, [11, 12]].mean(axis=1)
+    torso = neck - hip
+    size = max(float(np.median(np.linalg.norm(torso, axis=1))), 1e-3)
+    out[:3] = _unit(torso).mean(axis=0)  # lean, in the camera's frame
+    angles = np.stack([_angle(w[:, 11], w[:, 13], w[:, 15]), _angle(w[:, 12], w[:, 14], w[:, 16]),  # elbows
+                       _angle(w[:, 23], w[:, 25], w[:, 27]), _angle(w[:, 24], w[:, 26], w[:, 28]),  # knees
+                       _angle(w[:, 13], w[:, 11], w[:, 23]), _angle(w[:, 14], w[:, 12], w[:, 24]),  # shoulders
+                       _angle(w[:, 25], w[:, 23], w[:, 11]), _angle(w[:, 26], w[:, 24], w[:, 12]),  # hips
+                       _angle(w[:, 0], neck, hip),  # neck
+                       np.arccos(np.clip((_unit(torso) * _unit(w[:, 0] - neck)).sum(-1), -1.0, 1.0))], 1)
+    dist = np.stack([np.linalg.norm(w[:, a] - b, axis=1) for a, b in
+                     ((15, w[:, 16]), (15, hip), (16, hip), (15, w[:, 0]), (16, w[:, 0]), (27, w[:, 28]),
+                      (13, w[:, 14]))], 1) / size
+    out[3:13], out[13:23] = angles.mean(axis=0), angles.std(axis=0)
+    out[23:30], out[30:37] = dist.mean(axis=0), dist.std(axis=0)
+    return out
+
+
+def _frame_features(pose: np.ndarray, found: np.ndarray) -> np.ndarray:
+    out = np.zeros((len(pose), N_FRAME))
+    if not found.any():
+        return out
+    p = pose[found]
+    local, _ = _body_frame(p[:, :, 3:])
+    h2 = p[:, [23, 24], :2].mean(axis=1)
+    s2 = np.maximum(np.linalg.norm(p[:, [11, 12], :2].mean(axis=1) - h2, axis=1), 1e-3)
+    image = (p[:, POINTS, :2] - h2[:, None]) / s2[:, None, None]
+    out[found] = np.concatenate([local.reshape(len(p), -1), image.reshape(len(p), -1), p[:, POINTS, 2],
+                                 np.ones((len(p), 1))], axis=1)
     return out
 
 
@@ -92,21 +151,38 @@ def _image_features(pose: np.ndarray, found: np.ndarray) -> np.ndarray:
 
 
 def pose_features(pose: np.ndarray) -> np.ndarray:
-    """(N_FEATURES,) features of one clip's pose (8, 33, 6), columns ``person_model.POSE_COLUMNS``."""
+    """(N_FEATURES,) features of one clip's pose (8, 33, 6), columns ``person_model.POSE_COLUMNS``:
+    N_STATIC clip-level features, then FRAMES x N_FRAME per-frame features."""
     pose = np.asarray(pose, np.float64)
+    if pose.shape != (FRAMES, 33, 6):
+        raise ValueError(f"clip pose shape {pose.shape} is invalid; expected ({FRAMES}, 33, 6)")
     found = pose[:, :, 2].max(axis=1) > 0
     vis = pose[found][:, POINTS, 2].mean() if found.any() else 0.0
-    return np.concatenate([_world_features(pose, found), [found.mean(), vis],
-                           _image_features(pose, found)]).astype(np.float32)
+    return np.concatenate([_world_features(pose, found), [found.mean(), vis], _image_features(pose, found),
+                           _body_measures(pose, found), _frame_features(pose, found).ravel()]).astype(np.float32)
 
 
-def mlp_logits(weights: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
-    """Mean over ensemble members ``m{k}_``: standardise, then Linear-ReLU layers W0..Wn (the last
-    without ReLU); divided by the ensemble's temperature."""
+def _conv1d(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """'Same' 1D convolution over time: x (B, T, C_in), w (C_out, C_in, K) as in PyTorch -> (B, T, C_out)."""
+    k = w.shape[2]
+    xp = np.pad(x, ((0, 0), (k // 2, k // 2), (0, 0)))
+    windows = np.stack([xp[:, i:i + x.shape[1]] for i in range(k)], axis=-1)  # (B, T, C_in, K)
+    return np.einsum("btck,ock->bto", windows, w) + b
+
+
+def net_logits(weights: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
+    """Mean over ensemble members ``m{k}_`` of: standardise; per-frame part -> 1D convolutions
+    C0..Cn with ReLU -> mean and max over time; concatenated with the clip-level part -> Linear
+    layers W0..Wn with ReLU (not after the last); divided by the ensemble's temperature.
+    ``x`` (B, N_FEATURES)."""
     members = sorted({k.split("_", 1)[0] for k in weights if k.startswith("m") and "_" in k})
     out = []
     for m in members:
         h = (x - weights[f"{m}_mu"]) / weights[f"{m}_sd"]
+        f = h[:, N_STATIC:].reshape(len(h), FRAMES, N_FRAME)
+        for i in range(sum(1 for k in weights if k.startswith(f"{m}_C"))):
+            f = np.maximum(_conv1d(f, weights[f"{m}_C{i}"], weights[f"{m}_c{i}"]), 0.0)
+        h = np.concatenate([f.mean(axis=1), f.max(axis=1), h[:, :N_STATIC]], axis=1)
         n = sum(1 for k in weights if k.startswith(f"{m}_W"))
         for i in range(n):
             h = h @ weights[f"{m}_W{i}"] + weights[f"{m}_b{i}"]
@@ -127,10 +203,10 @@ class PoseTemporal(Recognizer):
 
     def __init__(self, checkpoint: str = "pose-temporal", detector=None) -> None:
         self.weights = load_checkpoint(checkpoint).arrays
-        n_in = self.weights["m0_W0"].shape[0] if "m0_W0" in self.weights else None
-        if n_in != N_FEATURES:
-            raise ValueError(f"checkpoint {checkpoint!r} expects {n_in} features; this code computes {N_FEATURES} "
-                             "(retrain: affectsim train pose-temporal)")
+        n_in = self.weights["m0_mu"].shape[0] if "m0_mu" in self.weights else None
+        if n_in != N_FEATURES or "m0_C0" not in self.weights:
+            raise ValueError(f"checkpoint {checkpoint!r} expects {n_in} features without the temporal network's layers;"
+                             f" this code computes {N_FEATURES} (retrain: affectsim train pose-temporal)")
         if detector is None:
             from affectsim_perception.person_model import BlazePose
 
@@ -143,7 +219,9 @@ class PoseTemporal(Recognizer):
     def predict_pose(self, pose: np.ndarray) -> Prediction:
         """From a precomputed (8, 33, 6) clip pose (``person_model.clip_pose``)."""
         detail = "" if pose[:, :, 2].max() > 0 else "no person detected in any frame"
-        return Prediction.from_probs(softmax(mlp_logits(self.weights, pose_features(pose)[None]))[0], detail)
+        with single_threaded_blas():
+            probs = softmax(net_logits(self.weights, pose_features(pose)[None]))[0]
+        return Prediction.from_probs(probs, detail)
 
     def close(self) -> None:
         self.detector.close()
