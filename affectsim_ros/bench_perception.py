@@ -2,7 +2,8 @@
 
 1. inference time per clip of every local recognizer on real rendered clips (target <= 100 ms
    for the project's own), and the pose-based ones without their BlazePose pass;
-2. BlazePose time per frame at 224x224 and 640x480;
+2. BlazePose time per frame at 224x224 and 640x480, and mediapipe's own graph on the same models
+   side by side;
 3. the perception node under back-to-back recognize requests (clips/s) next to the same
    recognizers in-process;
 4. recognition quality on the rendered test clips (never used for training or selection):
@@ -42,6 +43,14 @@ def _clips(n: int = 6) -> list[ClipInput]:
         out.append(ClipInput(obs.clips["p_ref"].sampled()))
     b.close()
     return out
+
+
+def _mediapipe_graph_s(frame: np.ndarray, reps: int) -> float:
+    """Seconds per still frame of mediapipe's legacy Pose graph on the same models (reference)."""
+    import mediapipe as mp
+
+    with mp.solutions.pose.Pose(static_image_mode=True, model_complexity=1, smooth_landmarks=False) as graph:
+        return _time(lambda: graph.process(frame), reps)
 
 
 def _time(fn, reps: int) -> float:
@@ -195,14 +204,18 @@ def run(out: Path | None = None, log=print) -> dict:
         "224x224 tracking (clips)": 1000 * np.mean([_time(lambda c=c: (clear_pose_cache(), clip_pose(det, c.frames)), 1)
                                                     for c in clips]) / 8,
         "224x224 still": 1000 * _time(lambda: still.detect(clips[0].frames[0]), 16),
-        "640x480 still (camera stream)": 1000 * _time(lambda: still.detect(_upscale(clips[0].frames[0])), 16)}
+        "640x480 still (camera stream)": 1000 * _time(lambda: still.detect(_upscale(clips[0].frames[0])), 16),
+        "224x224 still, mediapipe's own graph (same models)": 1000 * _mediapipe_graph_s(clips[0].frames[0], 16)}
     det.close()
     still.close()
+    d = res["detector_ms_per_frame"]
+    res["detector_speedup_vs_mediapipe_graph"] = d["224x224 still, mediapipe's own graph (same models)"] / d["224x224 still"]
     log("[bench perception] inference per clip (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in res["inference_ms"].items())
         + " (target <= 100 for the project's own)")
     log("[bench perception] without the BlazePose pass (ms): "
         + ", ".join(f"{k} {v:.2f}" for k, v in res["model_only_ms"].items()))
     log("[bench perception] BlazePose per frame (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in res["detector_ms_per_frame"].items()))
+    log(f"[bench perception] BlazePose here vs mediapipe's graph: {res['detector_speedup_vs_mediapipe_graph']:.1f}x faster")
     res["node"] = node_throughput(clips)
     n = res["node"]
     log(f"[bench perception] node, back-to-back requests (5 recognizers each): {n['clips_per_s_node']:.2f} clips/s vs "
