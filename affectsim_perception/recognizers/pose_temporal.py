@@ -59,9 +59,9 @@ def mirror_pose(pose: np.ndarray) -> np.ndarray:
     return p
 
 
-def _body_frame(w: np.ndarray) -> tuple[np.ndarray, float]:
+def _body_frame(w: np.ndarray) -> np.ndarray:
     """World landmarks ``w`` (F, 33, 3) of the frames with a person -> the 17 points in the body
-    frame (F, 17, 3: right, forward, up) in torso lengths, and the torso length (m)."""
+    frame (F, 17, 3: right, forward, up) in torso lengths."""
     hip = w[:, [23, 24]].mean(axis=1)
     torso = w[:, [11, 12]].mean(axis=1) - hip
     size = max(float(np.median(np.linalg.norm(torso, axis=1))), 1e-3)
@@ -70,7 +70,7 @@ def _body_frame(w: np.ndarray) -> tuple[np.ndarray, float]:
     right = _unit(right - (right @ up)[:, None] * up)
     fwd = np.cross(up, right)
     rel = (w[:, POINTS] - hip[:, None]) / size
-    return np.stack([np.einsum("fpc,fc->fp", rel, right), np.einsum("fpc,fc->fp", rel, fwd), rel @ up], -1), size
+    return np.stack([np.einsum("fpc,fc->fp", rel, right), np.einsum("fpc,fc->fp", rel, fwd), rel @ up], -1)
 
 
 def _world_features(pose: np.ndarray, found: np.ndarray) -> np.ndarray:
@@ -78,7 +78,7 @@ def _world_features(pose: np.ndarray, found: np.ndarray) -> np.ndarray:
     if not found.any():
         return out
     p = pose[found]
-    local, _ = _body_frame(p[:, :, 3:])
+    local = _body_frame(p[:, :, 3:])
     out[:_N3] = local.mean(axis=0).ravel()
     out[_N3:2 * _N3] = local.std(axis=0).ravel()
     if len(p) >= 2:
@@ -125,7 +125,7 @@ def _frame_features(pose: np.ndarray, found: np.ndarray) -> np.ndarray:
     if not found.any():
         return out
     p = pose[found]
-    local, _ = _body_frame(p[:, :, 3:])
+    local = _body_frame(p[:, :, 3:])
     h2 = p[:, [23, 24], :2].mean(axis=1)
     s2 = np.maximum(np.linalg.norm(p[:, [11, 12], :2].mean(axis=1) - h2, axis=1), 1e-3)
     image = (p[:, POINTS, :2] - h2[:, None]) / s2[:, None, None]
