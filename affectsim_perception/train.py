@@ -2,7 +2,8 @@
 
 1. Render training clips (``training_data``) for a stratified, seeded subset of the train and
    val splits, and of the test split for the quality report only (never for fitting or
-   selection); clips are cached under ``data/perception`` keyed by that subset.
+   selection); clips are cached under ``data/perception`` keyed by that subset. Subsets are drawn
+   in tiers (:data:`SUBSET`), so adding a tier renders only the new episodes.
 2. Fit (``pose-temporal``: an MLP on pose features, PyTorch on the CPU, fixed seeds and threads
    so that a rerun gives the same weights), select the epoch with the best val macro-F1 and fit a
    softmax temperature on val.
@@ -32,12 +33,14 @@ from affectsim_ros.core.errors import InvalidInput
 from affectsim_ros.dataset.episodes import DATASET_DIR, load_split
 
 TRAINABLE = ("pose-temporal", "rgb-clip", "committee", "majority")
-SUBSET = {"train": 5000, "val": 300, "test": 400}  # episodes rendered per split (two views each)
+# Episodes rendered per split (two views each), in tiers: each tier is a stratified draw from the
+# episodes the earlier tiers left, so the training set grows by adding a tier (earlier clips reused).
+SUBSET = {"train": (5000, 3000), "val": (300,), "test": (400,)}
 GOOD_VIEW = 0.7  # visible-body fraction from which a clip counts as a reference-like (good) view
 
 
-def _subset(episodes: list[dict], n: int, seed: int) -> list[dict]:
-    """``n`` episodes stratified by family and emotion (seeded)."""
+def _subset(episodes: list[dict], n: int, seed) -> list[dict]:
+    """``n`` episodes stratified by family and emotion (``seed``: a numpy seed)."""
     rng = np.random.default_rng(seed)
     groups: dict[tuple, list[dict]] = {}
     for e in episodes:
@@ -50,17 +53,32 @@ def _subset(episodes: list[dict], n: int, seed: int) -> list[dict]:
     return sorted(out, key=lambda e: e["episode_id"])[:n] if len(out) > n else out
 
 
-def ensure_clips(split: str, n: int, seed: int, root: Path = DATASET_DIR, data: Path = DATA_DIR,
+def tiered_subset(episodes: list[dict], tiers: tuple[int, ...], seed: int) -> list[dict]:
+    """Tier 0: ``_subset`` of ``tiers[0]`` episodes; tier k: a stratified draw of ``tiers[k]`` from
+    the episodes not yet drawn (seeded by ``[seed, k]``). The tiers are concatenated in order."""
+    out: list[dict] = []
+    for k, n in enumerate(tiers):
+        taken = {e["episode_id"] for e in out}
+        rest = [e for e in episodes if e["episode_id"] not in taken]
+        out += _subset(rest, n, seed if k == 0 else [seed, k])
+    return out
+
+
+def ensure_clips(split: str, tiers: tuple[int, ...], seed: int, root: Path = DATASET_DIR, data: Path = DATA_DIR,
                  log: Callable[[str], None] = print) -> dict:
-    """Render the split's clip subset unless the cached one was rendered from the same episodes."""
-    eps = _subset(load_split(split, root), n, seed)
+    """Render the split's clip subset unless the cached one was rendered from the same episodes;
+    clips of episodes in a cache of the same generator are reused, not rendered again."""
+    eps = tiered_subset(load_split(split, root), tuple(tiers), seed)
     key = hashlib.sha256(f"generator {GENERATOR}:{','.join(e['episode_id'] for e in eps)}".encode()).hexdigest()
     stamp = Path(data) / split / "subset.json"
-    if not (stamp.is_file() and json.loads(stamp.read_text()).get("key") == key):
-        log(f"[train] rendering {len(eps)} {split} episodes x {len(VIEWS)} views")
-        render_split(split, eps, data, log=log)
-        stamp.write_text(json.dumps({"key": key, "episodes": len(eps), "seed": seed}))
-    return {"episodes": len(eps), "key": key}
+    old = json.loads(stamp.read_text()) if stamp.is_file() else {}
+    if old.get("key") != key:
+        reuse = load_clips(split, data) if old.get("generator") == GENERATOR else None
+        log(f"[train] rendering {len(eps)} {split} episodes x {len(VIEWS)} views"
+            + (f" (reusing the clips of the {old.get('episodes')} cached ones)" if reuse else ""))
+        render_split(split, eps, data, reuse=reuse, log=log)
+        stamp.write_text(json.dumps({"key": key, "episodes": len(eps), "seed": seed, "generator": GENERATOR}))
+    return {"episodes": len(eps), "key": key, "tiers": list(tiers)}
 
 
 def _code_version() -> str:
@@ -111,7 +129,7 @@ def train(name: str, seed: int = 0, out: Path = CHECKPOINT_DIR, root: Path = DAT
         log(f"[train] majority: {dict(zip(EMOTIONS, arr.tolist()))} -> {path}")
         return json.loads((path / "manifest.json").read_text())
     sizes = {**SUBSET, **(subset or {})}
-    subsets = {s: ensure_clips(s, n, seed, root, data, log) for s, n in sizes.items()}
+    subsets = {s: ensure_clips(s, tiers, seed, root, data, log) for s, tiers in sizes.items()}
     clips = {s: load_clips(s, data) for s in sizes}
     labels = {s: np.array([c["label"] for c in clips[s][2]]) for s in sizes}
     extra: dict = {}
@@ -148,7 +166,7 @@ def train(name: str, seed: int = 0, out: Path = CHECKPOINT_DIR, root: Path = DAT
             metrics[s][view] = _metrics(labels[s][sel], pred[sel])
         good = np.array([c["visible_fraction"] >= GOOD_VIEW for c in clips[s][2]])
         metrics[s]["good_view"] = _metrics(labels[s][good], pred[good])
-    manifest = {**common, **extra, "subsets": {s: {"episodes": v["episodes"], "clips": int(len(labels[s])),
+    manifest = {**common, **extra, "subsets": {s: {"episodes": v["episodes"], "tiers": v["tiers"], "clips": int(len(labels[s])),
                                                    "key": v["key"]} for s, v in subsets.items()},
                 "training": curve, "metrics": metrics}
     path = _write(name, weights, manifest, out)

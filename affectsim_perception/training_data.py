@@ -124,24 +124,43 @@ def _render_clip(ep: dict) -> list[dict]:
 
 def render_split(split: str, episodes: list[dict], out: Path = DATA_DIR, workers: int = 2,
                  motions: Path = MOTIONS_DIR, scenes_dir: Path = SCENES_DIR,
+                 reuse: tuple[np.ndarray, np.ndarray, list[dict]] | None = None,
                  log: Callable[[str], None] = print) -> Path:
-    """Render the training clips of ``episodes`` into ``out/split`` (replaced atomically)."""
+    """Render the training clips of ``episodes`` into ``out/split`` (replaced atomically), in the
+    order of (scene, episode). ``reuse``: clips rendered earlier by this generator (``load_clips``);
+    the episodes found there are taken from it instead of being rendered again (a clip depends on
+    its episode alone, so the result is the same)."""
     episodes = sorted(episodes, key=lambda e: (e["scene_id"], e["episode_id"]))
-    rows: list[dict] = []
+    cached: dict[str, list[int]] = {}
+    for i, m in enumerate(reuse[2] if reuse is not None else []):
+        cached.setdefault(m["episode_id"], []).append(i)
+    todo = [e for e in episodes if e["episode_id"] not in cached]
+    rendered: dict[str, list[dict]] = {}
     t0 = time.monotonic()
-    with get_context("spawn").Pool(workers, initializer=_init, initargs=(str(motions), str(scenes_dir))) as pool:
-        for k, clips in enumerate(pool.imap(_render_clip, episodes, chunksize=4)):
-            rows += clips
-            if (k + 1) % 100 == 0 or k + 1 == len(episodes):
-                el = time.monotonic() - t0
-                eta = el / (k + 1) * (len(episodes) - k - 1)
-                log(f"[train data] {split}: {k + 1}/{len(episodes)} episodes, {len(rows)} clips, "
-                    f"{el:.0f} s, ETA {eta:.0f} s")
+    if todo:
+        with get_context("spawn").Pool(workers, initializer=_init, initargs=(str(motions), str(scenes_dir))) as pool:
+            for k, (ep, clips) in enumerate(zip(todo, pool.imap(_render_clip, todo, chunksize=4))):
+                rendered[ep["episode_id"]] = clips
+                if (k + 1) % 100 == 0 or k + 1 == len(todo):
+                    el = time.monotonic() - t0
+                    eta = el / (k + 1) * (len(todo) - k - 1)
+                    log(f"[train data] {split}: {k + 1}/{len(todo)} episodes rendered "
+                        f"({len(episodes) - len(todo)} reused), {el:.0f} s, ETA {eta:.0f} s")
+    pose, small, meta = [], [], []
+    for ep in episodes:
+        for r in rendered.get(ep["episode_id"], ()):
+            pose.append(r["pose"])
+            small.append(r["small"])
+            meta.append({k: v for k, v in r.items() if k not in ("pose", "small")})
+        for i in cached.get(ep["episode_id"], ()):
+            pose.append(reuse[0][i])
+            small.append(reuse[1][i])
+            meta.append(reuse[2][i])
+    pose_arr, small_arr = np.stack(pose).astype(np.float32), np.stack(small).astype(np.uint8)
     target = Path(out) / split
     with staged_dir(target, f".{split}-") as tmp:
-        np.save(tmp / "pose.npy", np.stack([r["pose"] for r in rows]).astype(np.float32))
-        np.save(tmp / "frames64.npy", np.stack([r["small"] for r in rows]).astype(np.uint8))
-        meta = [{k: v for k, v in r.items() if k not in ("pose", "small")} for r in rows]
+        np.save(tmp / "pose.npy", pose_arr)
+        np.save(tmp / "frames64.npy", small_arr)
         (tmp / "clips.json").write_text(json.dumps(meta))
     return target
 

@@ -217,10 +217,16 @@ def _motions(ns: argparse.Namespace) -> int:
 def _train(ns: argparse.Namespace) -> int:
     from affectsim_perception.train import train
 
-    sizes = {"train": ns.train_episodes, "val": ns.val_episodes, "test": ns.test_episodes}
-    for split, n in sizes.items():
-        if n < 20:
-            raise InvalidInput(f"--{split}-episodes", n, "at least 20 episodes")
+    sizes = {}
+    for split in ("train", "val", "test"):
+        text = getattr(ns, f"{split}_episodes")
+        try:
+            tiers = tuple(int(t) for t in str(text).split("+"))
+        except ValueError:
+            tiers = ()
+        if not tiers or tiers[0] < 20 or min(tiers) < 1:
+            raise InvalidInput(f"--{split}-episodes", text, "episode counts joined by '+' (tiers), the first at least 20")
+        sizes[split] = tiers
     train(ns.recognizer, ns.seed, subset=sizes)
     return 0
 
@@ -341,9 +347,10 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--seed", type=int, default=0)
     from affectsim_perception.train import SUBSET
 
-    for split, n in SUBSET.items():
-        tr.add_argument(f"--{split}-episodes", type=int, default=n,
-                        help=f"{split} episodes rendered (two views each){'; test: report only' if split == 'test' else ''}")
+    for split, tiers in SUBSET.items():
+        tr.add_argument(f"--{split}-episodes", default="+".join(map(str, tiers)),
+                        help=f"{split} episodes rendered (two views each), as tiers N[+N...]: each a stratified "
+                             f"draw from what earlier tiers left{'; test: report only' if split == 'test' else ''}")
     tr.set_defaults(fn=_train)
     sc = sub.add_parser("scenes", help="scene utilities")
     sc.add_argument("what", choices=["list", "build", "preview", "check"])

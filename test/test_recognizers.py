@@ -120,3 +120,33 @@ def test_pose_features_of_mirrored_and_empty_clips():
     assert np.allclose(pt.mirror_pose(pt.mirror_pose(pose)), pose)
     with pytest.raises(ValueError, match=r"clip pose shape \(7, 33, 6\)"):
         pt.pose_features(np.zeros((7, 33, 6)))
+
+
+def test_training_subsets_grow_by_disjoint_stratified_tiers():
+    from collections import Counter
+
+    from affectsim_perception.train import _subset, tiered_subset
+
+    eps = [{"episode_id": f"e{i:04d}", "family": "ab"[i % 2], "emotion": EMOTIONS[i % 5]} for i in range(1000)]
+    first = tiered_subset(eps, (200,), 3)
+    both = tiered_subset(eps, (200, 300), 3)
+    assert first == _subset(eps, 200, 3) == both[:200]  # adding a tier keeps the earlier draw
+    ids = [e["episode_id"] for e in both]
+    assert len(ids) == len(set(ids)) == 500
+    assert set(Counter(e["emotion"] for e in both[200:]).values()) == {60}
+    assert both == tiered_subset(eps, (200, 300), 3) and both != tiered_subset(eps, (200, 300), 4)
+
+
+def test_rendering_reuses_cached_clips_and_gives_what_a_fresh_render_gives(tmp_path):
+    from affectsim_perception.training_data import load_clips, render_split
+    from affectsim_ros.dataset.episodes import load_split
+
+    eps = load_split("val")[:3]
+    fresh = load_clips("val", render_split("val", eps, tmp_path / "fresh", log=lambda m: None).parent)
+    part = load_clips("val", render_split("val", eps[:2], tmp_path / "grown", log=lambda m: None).parent)
+    logs: list[str] = []
+    grown = load_clips("val", render_split("val", eps, tmp_path / "grown", reuse=part, log=logs.append).parent)
+    assert "1/1 episodes rendered (2 reused)" in logs[-1]
+    assert grown[2] == fresh[2]
+    np.testing.assert_array_equal(grown[0], fresh[0])
+    np.testing.assert_array_equal(grown[1], fresh[1])
