@@ -35,7 +35,7 @@ from affectsim_ros.dataset.episodes import DATASET_DIR, load_split
 TRAINABLE = ("pose-temporal", "rgb-clip", "committee", "majority")
 # Episodes rendered per split (two views each), in tiers: each tier is a stratified draw from the
 # episodes the earlier tiers left, so the training set grows by adding a tier (earlier clips reused).
-SUBSET = {"train": (5000, 3000), "val": (300,), "test": (400,)}
+SUBSET = {"train": (5000, 5000), "val": (300,), "test": (400,)}
 GOOD_VIEW = 0.7  # visible-body fraction from which a clip counts as a reference-like (good) view
 
 
