@@ -187,7 +187,9 @@ class PoseGraph:
         m = np.array([[s, 0, px], [0, s, py]], np.float32)
         x = cv2.warpAffine(rgb, m, (DETECTOR_SIZE, DETECTOR_SIZE), flags=cv2.INTER_LINEAR,
                            borderMode=cv2.BORDER_CONSTANT)
-        self._det.set_tensor(self._det_in, (x.astype(np.float32) / 127.5 - 1.0)[None])
+        buf = self._det.tensor(self._det_in)()[0]  # written in place: no copies per frame
+        np.subtract(np.divide(x, np.float32(127.5), out=buf, dtype=np.float32), np.float32(1.0), out=buf)
+        del buf  # the interpreter refuses to run while a view of its buffers is held
         self._det.invoke()
         raw = self._det.get_tensor(self._det_out["Identity"])[0]
         score = sigmoid(self._det.get_tensor(self._det_out["Identity_1"])[0, :, 0])
@@ -217,13 +219,14 @@ class PoseGraph:
                       [sa * k, ca * k, roi.cy - (sa + ca) * roi.size / 2]])
         crop = cv2.warpAffine(rgb, m, (LANDMARK_SIZE, LANDMARK_SIZE), flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
                               borderMode=cv2.BORDER_REPLICATE)
-        self._lm.set_tensor(self._lm_in, (crop.astype(np.float32) / 255.0)[None])
+        buf = self._lm.tensor(self._lm_in)()[0]
+        np.divide(crop, np.float32(255.0), out=buf, dtype=np.float32)
+        del buf
         self._lm.invoke()
         raw = self._lm.get_tensor(self._lm_out["Identity"])[0].reshape(N_LANDMARKS, 5)
         presence = float(self._lm.get_tensor(self._lm_out["Identity_1"])[0, 0])
-        heatmap = self._lm.get_tensor(self._lm_out["Identity_3"])[0]
         world = self._lm.get_tensor(self._lm_out["Identity_4"])[0].reshape(N_LANDMARKS, 3).astype(np.float64)
-        d = refine_with_heatmap(raw[:, :2] / LANDMARK_SIZE, heatmap) - 0.5
+        d = refine_with_heatmap(raw[:, :2] / LANDMARK_SIZE, self._lm.tensor(self._lm_out["Identity_3"])()[0]) - 0.5
         points = np.stack([ca * d[:, 0] - sa * d[:, 1], sa * d[:, 0] + ca * d[:, 1]], 1) * roi.size + [roi.cx, roi.cy]
         world = np.stack([ca * world[:, 0] - sa * world[:, 1], sa * world[:, 0] + ca * world[:, 1], world[:, 2]], 1)
         return Landmarks(points, sigmoid(raw[:, 3]), world, presence)
