@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from multiprocessing import get_context
 from pathlib import Path
@@ -122,30 +123,66 @@ def _render_clip(ep: dict) -> list[dict]:
     return out
 
 
+def _parts_dir(out: Path, split: str) -> Path:
+    """Where an unfinished render keeps the episodes it has finished (per generator)."""
+    return Path(out) / f".{split}-generator{GENERATOR}-parts"
+
+
+def _save_part(parts: Path, rows: dict[str, list[dict]]) -> None:
+    """One part file of finished episodes (written to a temporary file, then renamed)."""
+    parts.mkdir(parents=True, exist_ok=True)
+    path = parts / f"part-{len(list(parts.glob('part-*.npz'))):05d}.npz"
+    clips = [r for v in rows.values() for r in v]
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, episodes=np.array(list(rows), dtype=str),
+             pose=np.array([r["pose"] for r in clips], np.float32).reshape(-1, 8, 33, 6),
+             small=np.array([r["small"] for r in clips], np.uint8).reshape(-1, 8, SMALL, SMALL, 3),
+             meta=np.array(json.dumps([{k: v for k, v in r.items() if k not in ("pose", "small")} for r in clips])))
+    tmp.replace(path)
+
+
+def _load_parts(parts: Path) -> dict[str, list[dict]]:
+    """The finished episodes' clips (by episode id) of an earlier, interrupted render."""
+    out: dict[str, list[dict]] = {}
+    for path in sorted(parts.glob("part-*[0-9].npz")):
+        with np.load(path) as z:
+            out.update({str(e): [] for e in z["episodes"]})
+            for r, pose, small in zip(json.loads(str(z["meta"])), z["pose"], z["small"]):
+                out[r["episode_id"]].append({**r, "pose": pose, "small": small})
+    return out
+
+
 def render_split(split: str, episodes: list[dict], out: Path = DATA_DIR, workers: int = 2,
                  motions: Path = MOTIONS_DIR, scenes_dir: Path = SCENES_DIR,
-                 reuse: tuple[np.ndarray, np.ndarray, list[dict]] | None = None,
+                 reuse: tuple[np.ndarray, np.ndarray, list[dict]] | None = None, part_size: int = 200,
                  log: Callable[[str], None] = print) -> Path:
     """Render the training clips of ``episodes`` into ``out/split`` (replaced atomically), in the
     order of (scene, episode). ``reuse``: clips rendered earlier by this generator (``load_clips``);
     the episodes found there are taken from it instead of being rendered again (a clip depends on
-    its episode alone, so the result is the same)."""
+    its episode alone, so the result is the same). Finished episodes are saved in parts of
+    ``part_size`` while rendering, so an interrupted render resumes where it stopped."""
     episodes = sorted(episodes, key=lambda e: (e["scene_id"], e["episode_id"]))
     cached: dict[str, list[int]] = {}
     for i, m in enumerate(reuse[2] if reuse is not None else []):
         cached.setdefault(m["episode_id"], []).append(i)
-    todo = [e for e in episodes if e["episode_id"] not in cached]
-    rendered: dict[str, list[dict]] = {}
+    parts = _parts_dir(out, split)
+    rendered = _load_parts(parts)
+    todo = [e for e in episodes if e["episode_id"] not in cached and e["episode_id"] not in rendered]
+    reused = len(episodes) - len(todo)
     t0 = time.monotonic()
     if todo:
+        pending: dict[str, list[dict]] = {}
         with get_context("spawn").Pool(workers, initializer=_init, initargs=(str(motions), str(scenes_dir))) as pool:
             for k, (ep, clips) in enumerate(zip(todo, pool.imap(_render_clip, todo, chunksize=4))):
-                rendered[ep["episode_id"]] = clips
-                if (k + 1) % 100 == 0 or k + 1 == len(todo):
+                pending[ep["episode_id"]] = clips
+                if len(pending) == part_size or k + 1 == len(todo):
+                    _save_part(parts, pending)
+                    rendered.update(pending)
+                    pending = {}
                     el = time.monotonic() - t0
                     eta = el / (k + 1) * (len(todo) - k - 1)
-                    log(f"[train data] {split}: {k + 1}/{len(todo)} episodes rendered "
-                        f"({len(episodes) - len(todo)} reused), {el:.0f} s, ETA {eta:.0f} s")
+                    log(f"[train data] {split}: {k + 1}/{len(todo)} episodes rendered ({reused} reused), "
+                        f"{el:.0f} s, ETA {eta:.0f} s")
     pose, small, meta = [], [], []
     for ep in episodes:
         for r in rendered.get(ep["episode_id"], ()):
@@ -162,6 +199,7 @@ def render_split(split: str, episodes: list[dict], out: Path = DATA_DIR, workers
         np.save(tmp / "pose.npy", pose_arr)
         np.save(tmp / "frames64.npy", small_arr)
         (tmp / "clips.json").write_text(json.dumps(meta))
+    shutil.rmtree(parts, ignore_errors=True)
     return target
 
 

@@ -137,16 +137,24 @@ def test_training_subsets_grow_by_disjoint_stratified_tiers():
     assert both == tiered_subset(eps, (200, 300), 3) and both != tiered_subset(eps, (200, 300), 4)
 
 
-def test_rendering_reuses_cached_clips_and_gives_what_a_fresh_render_gives(tmp_path):
+def test_rendering_reuses_cached_clips_and_resumes_where_it_was_interrupted(tmp_path):
+    """Clips taken from an earlier cache or from the parts of an interrupted render equal a fresh render."""
     from affectsim_perception.training_data import load_clips, render_split
     from affectsim_ros.dataset.episodes import load_split
 
-    eps = load_split("val")[:3]
+    eps = load_split("val")[:4]
     fresh = load_clips("val", render_split("val", eps, tmp_path / "fresh", log=lambda m: None).parent)
     part = load_clips("val", render_split("val", eps[:2], tmp_path / "grown", log=lambda m: None).parent)
+
+    def interrupt(msg: str) -> None:
+        raise KeyboardInterrupt(msg)
+
+    with pytest.raises(KeyboardInterrupt, match="1/2 episodes rendered"):  # killed after its first part
+        render_split("val", eps, tmp_path / "grown", reuse=part, part_size=1, log=interrupt)
     logs: list[str] = []
     grown = load_clips("val", render_split("val", eps, tmp_path / "grown", reuse=part, log=logs.append).parent)
-    assert "1/1 episodes rendered (2 reused)" in logs[-1]
+    assert logs == [logs[0]] and "1/1 episodes rendered (3 reused)" in logs[0]
     assert grown[2] == fresh[2]
     np.testing.assert_array_equal(grown[0], fresh[0])
     np.testing.assert_array_equal(grown[1], fresh[1])
+    assert sorted(p.name for p in (tmp_path / "grown").iterdir()) == ["val"]  # the parts are gone
