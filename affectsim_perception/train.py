@@ -166,8 +166,7 @@ def train(name: str, seed: int = 0, out: Path = CHECKPOINT_DIR, root: Path = DAT
             metrics[s][view] = _metrics(labels[s][sel], pred[sel])
         good = np.array([c["visible_fraction"] >= GOOD_VIEW for c in clips[s][2]])
         metrics[s]["good_view"] = _metrics(labels[s][good], pred[good])
-    manifest = {**common, **extra, "subsets": {s: {"episodes": v["episodes"], "tiers": v["tiers"], "clips": int(len(labels[s])),
-                                                   "key": v["key"]} for s, v in subsets.items()},
+    manifest = {**common, **extra, "subsets": {s: {**v, "clips": int(len(labels[s]))} for s, v in subsets.items()},
                 "training": curve, "metrics": metrics}
     path = _write(name, weights, manifest, out)
     t = metrics["test"]
