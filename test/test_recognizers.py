@@ -137,12 +137,18 @@ def test_training_subsets_grow_by_disjoint_stratified_tiers():
     assert both == tiered_subset(eps, (200, 300), 3) and both != tiered_subset(eps, (200, 300), 4)
 
 
-def test_rendering_reuses_cached_clips_and_resumes_where_it_was_interrupted(tmp_path):
+def test_rendering_reuses_cached_clips_and_resumes_where_it_was_interrupted(tmp_path, small_data):
     """Clips taken from an earlier cache or from the parts of an interrupted render equal a fresh render."""
-    from affectsim_perception.training_data import load_clips, render_split
+    from functools import partial
+
+    from affectsim_perception.training_data import load_clips
+    from affectsim_perception.training_data import render_split as render
     from affectsim_ros.dataset.episodes import load_split
 
-    eps = load_split("val")[:4]
+    data, _ = small_data
+    render_split = partial(render, motions=data / "motions", scenes_dir=data / "scenes")
+    eps = load_split("val", data / "episodes")[:4]
+    assert len(eps) == 4
     fresh = load_clips("val", render_split("val", eps, tmp_path / "fresh", log=lambda m: None).parent)
     part = load_clips("val", render_split("val", eps[:2], tmp_path / "grown", log=lambda m: None).parent)
 
