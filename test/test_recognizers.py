@@ -96,10 +96,12 @@ def test_pose_temporal_numpy_network_equals_pytorch():
     from affectsim_perception.recognizers import pose_temporal as pt
 
     rng = np.random.default_rng(0)
-    x = rng.normal(size=(4, pt.FRAMES, 7))
-    conv = torch.nn.Conv1d(7, 5, 3, padding=1).double()
-    ref = conv(torch.tensor(x).transpose(1, 2)).transpose(1, 2).detach().numpy()
-    assert np.allclose(pt._conv1d(x, conv.weight.detach().numpy(), conv.bias.detach().numpy()), ref, atol=1e-12)
+    x = rng.normal(size=(2, 4, pt.FRAMES, 7))  # two ensemble members, a batch of four
+    convs = [torch.nn.Conv1d(7, 5, 3, padding=1).double() for _ in range(2)]
+    ref = np.stack([c(torch.tensor(xm).transpose(1, 2)).transpose(1, 2).detach().numpy() for c, xm in zip(convs, x)])
+    w = np.stack([c.weight.detach().numpy() for c in convs])
+    b = np.stack([c.bias.detach().numpy() for c in convs])
+    assert np.allclose(pt._conv1d(x, w, b), ref, atol=1e-12)
 
 
 def test_pose_features_of_mirrored_and_empty_clips():

@@ -73,12 +73,12 @@ def _body_frame(w: np.ndarray) -> np.ndarray:
     return np.stack([np.einsum("fpc,fc->fp", rel, right), np.einsum("fpc,fc->fp", rel, fwd), rel @ up], -1)
 
 
-def _world_features(pose: np.ndarray, found: np.ndarray) -> np.ndarray:
+def _world_features(pose: np.ndarray, found: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """``local``: :func:`_body_frame` of the frames with a person."""
     out = np.zeros(3 * _N3 + 5)
     if not found.any():
         return out
     p = pose[found]
-    local = _body_frame(p[:, :, 3:])
     out[:_N3] = local.mean(axis=0).ravel()
     out[_N3:2 * _N3] = local.std(axis=0).ravel()
     if len(p) >= 2:
@@ -120,12 +120,11 @@ def _body_measures(pose: np.ndarray, found: np.ndarray) -> np.ndarray:
     return out
 
 
-def _frame_features(pose: np.ndarray, found: np.ndarray) -> np.ndarray:
+def _frame_features(pose: np.ndarray, found: np.ndarray, local: np.ndarray) -> np.ndarray:
     out = np.zeros((len(pose), N_FRAME))
     if not found.any():
         return out
     p = pose[found]
-    local = _body_frame(p[:, :, 3:])
     h2 = p[:, [23, 24], :2].mean(axis=1)
     s2 = np.maximum(np.linalg.norm(p[:, [11, 12], :2].mean(axis=1) - h2, axis=1), 1e-3)
     image = (p[:, POINTS, :2] - h2[:, None]) / s2[:, None, None]
@@ -158,38 +157,60 @@ def pose_features(pose: np.ndarray) -> np.ndarray:
         raise ValueError(f"clip pose shape {pose.shape} is invalid; expected ({FRAMES}, 33, 6)")
     found = pose[:, :, 2].max(axis=1) > 0
     vis = pose[found][:, POINTS, 2].mean() if found.any() else 0.0
-    return np.concatenate([_world_features(pose, found), [found.mean(), vis], _image_features(pose, found),
-                           _body_measures(pose, found), _frame_features(pose, found).ravel()]).astype(np.float32)
+    local = _body_frame(pose[found][:, :, 3:]) if found.any() else np.zeros((0, len(POINTS), 3))
+    return np.concatenate([_world_features(pose, found, local), [found.mean(), vis], _image_features(pose, found),
+                           _body_measures(pose, found), _frame_features(pose, found, local).ravel()]).astype(np.float32)
 
 
 def _conv1d(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """'Same' 1D convolution over time: x (B, T, C_in), w (C_out, C_in, K) as in PyTorch -> (B, T, C_out)."""
-    k = w.shape[2]
-    xp = np.pad(x, ((0, 0), (k // 2, k // 2), (0, 0)))
-    windows = np.stack([xp[:, i:i + x.shape[1]] for i in range(k)], axis=-1)  # (B, T, C_in, K)
-    return np.einsum("btck,ock->bto", windows, w) + b
+    """'Same' 1D convolution over time of every ensemble member at once: x (M, B, T, C_in), w
+    (M, C_out, C_in, K) as in PyTorch, b (M, C_out) -> (M, B, T, C_out)."""
+    m, batch, t, c = x.shape
+    k = w.shape[3]
+    xp = np.zeros((m, batch, t + k - 1, c), x.dtype)
+    xp[:, :, k // 2:k // 2 + t] = x
+    windows = np.concatenate([xp[:, :, i:i + t] for i in range(k)], axis=-1)  # (M, B, T, K x C_in)
+    kernel = w.transpose(0, 3, 2, 1).reshape(m, k * c, -1)  # (M, K x C_in, C_out)
+    return (windows.reshape(m, batch * t, k * c) @ kernel).reshape(m, batch, t, -1) + b[:, None, None]
+
+
+class TemporalEnsemble:
+    """The networks of a ``pose-temporal`` checkpoint, their weights stacked over the ensemble
+    members ``m{k}_`` (all of one architecture) so that one array operation runs every member."""
+
+    def __init__(self, weights: dict[str, np.ndarray]) -> None:
+        members = sorted({k.split("_", 1)[0] for k in weights if k.startswith("m") and "_" in k})
+
+        def stack(name: str) -> np.ndarray:
+            return np.stack([weights[f"{m}_{name}"] for m in members])
+
+        n_conv = sum(1 for k in weights if k.startswith(f"{members[0]}_C"))
+        n_linear = sum(1 for k in weights if k.startswith(f"{members[0]}_W"))
+        self.mu, self.sd = stack("mu"), stack("sd")
+        self.convs = [(stack(f"C{i}"), stack(f"c{i}")) for i in range(n_conv)]
+        self.linears = [(stack(f"W{i}"), stack(f"b{i}")) for i in range(n_linear)]
+        self.temperature = float(weights["temperature"])
+
+    def logits(self, x: np.ndarray) -> np.ndarray:
+        """(B, 5) mean over members of: standardise; per-frame part -> 1D convolutions with ReLU ->
+        mean and max over time; concatenated with the clip-level part -> Linear layers with ReLU
+        (not after the last); divided by the ensemble's temperature. ``x`` (B, N_FEATURES)."""
+        h = (np.asarray(x)[None] - self.mu[:, None]) / self.sd[:, None]  # (M, B, N)
+        f = h[:, :, N_STATIC:].reshape(len(h), h.shape[1], FRAMES, N_FRAME)
+        for w, b in self.convs:
+            f = np.maximum(_conv1d(f, w, b), 0.0)
+        h = np.concatenate([f.mean(axis=2), f.max(axis=2), h[:, :, :N_STATIC]], axis=2)
+        for i, (w, b) in enumerate(self.linears):
+            h = h @ w + b[:, None]
+            if i < len(self.linears) - 1:
+                h = np.maximum(h, 0.0)
+        return h.mean(axis=0) / self.temperature
 
 
 def net_logits(weights: dict[str, np.ndarray], x: np.ndarray) -> np.ndarray:
-    """Mean over ensemble members ``m{k}_`` of: standardise; per-frame part -> 1D convolutions
-    C0..Cn with ReLU -> mean and max over time; concatenated with the clip-level part -> Linear
-    layers W0..Wn with ReLU (not after the last); divided by the ensemble's temperature.
-    ``x`` (B, N_FEATURES)."""
-    members = sorted({k.split("_", 1)[0] for k in weights if k.startswith("m") and "_" in k})
-    out = []
-    for m in members:
-        h = (x - weights[f"{m}_mu"]) / weights[f"{m}_sd"]
-        f = h[:, N_STATIC:].reshape(len(h), FRAMES, N_FRAME)
-        for i in range(sum(1 for k in weights if k.startswith(f"{m}_C"))):
-            f = np.maximum(_conv1d(f, weights[f"{m}_C{i}"], weights[f"{m}_c{i}"]), 0.0)
-        h = np.concatenate([f.mean(axis=1), f.max(axis=1), h[:, :N_STATIC]], axis=1)
-        n = sum(1 for k in weights if k.startswith(f"{m}_W"))
-        for i in range(n):
-            h = h @ weights[f"{m}_W{i}"] + weights[f"{m}_b{i}"]
-            if i < n - 1:
-                h = np.maximum(h, 0.0)
-        out.append(h)
-    return np.mean(out, axis=0) / float(weights["temperature"])
+    """(B, 5) logits of the checkpoint ``weights`` for features ``x`` (B, N_FEATURES)
+    (:class:`TemporalEnsemble`)."""
+    return TemporalEnsemble(weights).logits(x)
 
 
 def softmax(z: np.ndarray) -> np.ndarray:
@@ -212,6 +233,7 @@ class PoseTemporal(Recognizer):
 
             detector = BlazePose(video=True)
         self.detector = detector
+        self.net = TemporalEnsemble(self.weights)
 
     def predict(self, clip: ClipInput) -> Prediction:
         return self.predict_pose(clip_pose(self.detector, clip.frames))
@@ -220,7 +242,7 @@ class PoseTemporal(Recognizer):
         """From a precomputed (8, 33, 6) clip pose (``person_model.clip_pose``)."""
         detail = "" if pose[:, :, 2].max() > 0 else "no person detected in any frame"
         with single_threaded_blas():
-            probs = softmax(net_logits(self.weights, pose_features(pose)[None]))[0]
+            probs = softmax(self.net.logits(pose_features(pose)[None]))[0]
         return Prediction.from_probs(probs, detail)
 
     def close(self) -> None:
