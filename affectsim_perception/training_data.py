@@ -128,6 +128,11 @@ def _parts_dir(out: Path, split: str) -> Path:
     return Path(out) / f".{split}-generator{GENERATOR}-parts"
 
 
+def _meta(clip: dict) -> dict:
+    """A rendered clip's row without its arrays (pose, small frames)."""
+    return {k: v for k, v in clip.items() if k not in ("pose", "small")}
+
+
 def _save_part(parts: Path, rows: dict[str, list[dict]]) -> None:
     """One part file of finished episodes (written to a temporary file, then renamed)."""
     parts.mkdir(parents=True, exist_ok=True)
@@ -137,7 +142,7 @@ def _save_part(parts: Path, rows: dict[str, list[dict]]) -> None:
     np.savez(tmp, episodes=np.array(list(rows), dtype=str),
              pose=np.array([r["pose"] for r in clips], np.float32).reshape(-1, 8, 33, 6),
              small=np.array([r["small"] for r in clips], np.uint8).reshape(-1, 8, SMALL, SMALL, 3),
-             meta=np.array(json.dumps([{k: v for k, v in r.items() if k not in ("pose", "small")} for r in clips])))
+             meta=np.array(json.dumps([_meta(r) for r in clips])))
     tmp.replace(path)
 
 
@@ -188,7 +193,7 @@ def render_split(split: str, episodes: list[dict], out: Path = DATA_DIR, workers
         for r in rendered.get(ep["episode_id"], ()):
             pose.append(r["pose"])
             small.append(r["small"])
-            meta.append({k: v for k, v in r.items() if k not in ("pose", "small")})
+            meta.append(_meta(r))
         for i in cached.get(ep["episode_id"], ()):
             pose.append(reuse[0][i])
             small.append(reuse[1][i])
