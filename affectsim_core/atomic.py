@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -34,8 +35,6 @@ def staged_dir(out: Path, prefix: str) -> Iterator[Path]:
 
 def write_json(path: Path, obj, **dumps_kwargs) -> Path:
     """Write ``obj`` as JSON to ``path`` through a temporary file and a rename."""
-    import json
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")

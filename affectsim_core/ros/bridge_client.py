@@ -2,7 +2,7 @@
 
 Owns a node spun by a background executor; every wait has a timeout and raises
 ``TimeoutError`` naming what did not arrive. Call ``rclpy.init`` (with DDS on
-loopback, see :mod:`affectsim_ros.ros.env`) before creating one.
+loopback, see :mod:`affectsim_core.ros.env`) before creating one.
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ from collections import deque
 from typing import Any
 
 import rclpy
-from affectsim_interfaces.msg import HumanPlacement
-from affectsim_interfaces.srv import ApplyAction, LoadWorld
 from geometry_msgs.msg import Pose2D as Pose2DMsg
 from geometry_msgs.msg import PoseArray
 from nav_msgs.msg import OccupancyGrid, Odometry
@@ -26,20 +24,16 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, LaserScan
 from tf2_msgs.msg import TFMessage
 
-from affectsim_ros.ros.conversions import from_time
+from affectsim_core.ros.conversions import from_time
+from affectsim_core.ros.topics import SERVICES
+from affectsim_core.ros.topics import TOPICS as NAMES
+from affectsim_interfaces.msg import HumanPlacement
+from affectsim_interfaces.srv import ApplyAction, LoadWorld
 
-TOPICS: dict[str, tuple[str, type]] = {
-    "rgb": ("/head_camera/rgb/image_raw", Image),
-    "rgb_info": ("/head_camera/rgb/camera_info", CameraInfo),
-    "depth": ("/head_camera/depth_registered/image_raw", Image),
-    "depth_info": ("/head_camera/depth_registered/camera_info", CameraInfo),
-    "scan": ("/base_scan", LaserScan),
-    "odom": ("/odom", Odometry),
-    "tf": ("/tf", TFMessage),
-    "clock": ("/clock", Clock),
-    "gt_humans": ("/affectsim/ground_truth/humans", PoseArray),
-}
-LATCHED = {"tf_static": ("/tf_static", TFMessage), "map": ("/map", OccupancyGrid)}
+TOPICS: dict[str, tuple[str, type]] = {key: (NAMES[key], typ) for key, typ in (
+    ("rgb", Image), ("rgb_info", CameraInfo), ("depth", Image), ("depth_info", CameraInfo), ("scan", LaserScan),
+    ("odom", Odometry), ("tf", TFMessage), ("clock", Clock), ("gt_humans", PoseArray))}
+LATCHED = {"tf_static": (NAMES["tf_static"], TFMessage), "map": (NAMES["map"], OccupancyGrid)}  # transient local
 
 
 class BridgeClient:
@@ -58,8 +52,8 @@ class BridgeClient:
             topic, typ = TOPICS[key] if key in TOPICS else LATCHED[key]
             qos = rel if key in TOPICS else latched
             self.node.create_subscription(typ, topic, lambda m, k=key: self._store(k, m), qos)
-        self._load = self.node.create_client(LoadWorld, "/affectsim/load_world")
-        self._step = self.node.create_client(ApplyAction, "/affectsim/apply_action")
+        self._load = self.node.create_client(LoadWorld, SERVICES["load_world"])
+        self._step = self.node.create_client(ApplyAction, SERVICES["apply_action"])
         self._executor = EventsExecutor()  # C++ event loop: keeps up with 15 Hz RGB-D where the Python one lags
         self._executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, daemon=True)
@@ -97,7 +91,7 @@ class BridgeClient:
         return self.wait_for(key, lambda m: abs(from_time(m.header.stamp) - t) < 1e-6, timeout)
 
     def wait_for_bridge(self, timeout: float = 60.0) -> None:
-        for cli, name in ((self._load, "/affectsim/load_world"), (self._step, "/affectsim/apply_action")):
+        for cli, name in ((self._load, SERVICES["load_world"]), (self._step, SERVICES["apply_action"])):
             if not cli.wait_for_service(timeout_sec=timeout):
                 raise TimeoutError(f"service {name} not available within {timeout:.0f} s (is the bridge running?)")
 
@@ -112,13 +106,13 @@ class BridgeClient:
 
     # ------------------------------------------------------------------ services
     def apply(self, action: int, timeout: float = 30.0) -> ApplyAction.Response:
-        return self._call(self._step, ApplyAction.Request(action=int(action)), timeout, "/affectsim/apply_action")
+        return self._call(self._step, ApplyAction.Request(action=int(action)), timeout, SERVICES["apply_action"])
 
     def load(self, scene: str, x: float, y: float, yaw: float, humans: list[dict] | None = None,
              timeout: float = 120.0) -> LoadWorld.Response:
         req = LoadWorld.Request(scene=scene, robot_pose=Pose2DMsg(x=float(x), y=float(y), theta=float(yaw)))
         req.humans = [HumanPlacement(**h) for h in (humans or [])]
-        return self._call(self._load, req, timeout, "/affectsim/load_world")
+        return self._call(self._load, req, timeout, SERVICES["load_world"])
 
     def step_and_frame(self, action: int, timeout: float = 30.0) -> tuple[ApplyAction.Response, Image, Image]:
         """Apply an action and wait for the RGB and depth frames stamped with its result."""

@@ -9,14 +9,13 @@ import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 
-from affectsim_ros.core.errors import AffectSimError
+from affectsim_core.errors import AffectSimError
+from affectsim_core.ros.env import ensure_loopback
 
 
 def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = None, threads: int = 3) -> None:
     """Create the node with ``factory`` and spin it on a multi-threaded executor until shutdown;
     a construction error (bad parameter, missing checkpoint) exits with status 2 and the reason."""
-    from affectsim_ros.ros.env import ensure_loopback
-
     ensure_loopback()
     node = None
     try:

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import math
 import sys
+from dataclasses import fields
 
 import numpy as np
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Pose, Pose2D as Pose2DMsg, TransformStamped
+from geometry_msgs.msg import Pose, TransformStamped
+from geometry_msgs.msg import Pose2D as Pose2DMsg
 from nav_msgs.msg import OccupancyGrid
 from sensor_msgs.msg import CameraInfo, Image, LaserScan
 
-from affectsim_ros.core.geometry import Pose2D, Transform, matrix_to_quat, quat_from_yaw, quat_to_matrix, yaw_from_quat
+from affectsim_core.geometry import Pose2D, Transform, matrix_to_quat, quat_from_yaw, quat_to_matrix
+from affectsim_core.record import Diagnostics
 
 
 def to_time(t: float) -> Time:
@@ -106,11 +109,6 @@ def pose2d_msg(p: Pose2D) -> Pose2DMsg:
     return Pose2DMsg(x=p.x, y=p.y, theta=p.yaw)
 
 
-def pose_from_msg(msg: Pose) -> Pose2D:
-    o = msg.orientation
-    return Pose2D(msg.position.x, msg.position.y, yaw_from_quat(o.w, o.x, o.y, o.z))
-
-
 def laser_msg(ranges: np.ndarray, spec, frame_id: str, stamp: Time, scan_time: float) -> LaserScan:
     msg = LaserScan()
     msg.header.stamp = stamp
@@ -135,6 +133,24 @@ def occupancy_msg(grid: np.ndarray, origin: tuple[float, float], resolution: flo
     msg.info.origin.orientation.w = 1.0
     msg.data = grid.astype(np.int8).ravel().tolist()
     return msg
+
+
+def diagnostics_to_msg(d: Diagnostics) -> dict:
+    """The ``AcquireObservation`` result fields of the Table 6 diagnostics (``handoff_step`` -1: none;
+    ``handoff`` is implied by it)."""
+    out = {f.name: getattr(d, f.name) for f in fields(Diagnostics) if f.name != "handoff"}
+    out["handoff_step"] = -1 if d.handoff_step is None else d.handoff_step
+    return out
+
+
+def diagnostics_from_msg(res) -> Diagnostics:
+    """Table 6 diagnostics from an ``AcquireObservation`` result."""
+    step = None if res.handoff_step < 0 else int(res.handoff_step)
+    return Diagnostics(handoff=step is not None, handoff_step=step, path_length=res.path_length,
+                       path_before_handoff=res.path_before_handoff, budget_exhausted=bool(res.budget_exhausted),
+                       actions=int(res.actions), planner_calls=int(res.planner_calls),
+                       attempted_translations=int(res.attempted_translations),
+                       clipped_translations=int(res.clipped_translations))
 
 
 def finite(*values: float) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from affectsim_ros.core.errors import InvalidInput
+from affectsim_core.errors import InvalidInput
 
 # Poses are rounded to 1e-9 (m, rad): a state composed through TF (ROS) and in-process differs in
 # the last bits, and policies must decide the same on both (no sensor resolves a nanometre).

@@ -102,6 +102,12 @@ class Transform:
     def quat(self) -> np.ndarray:
         return matrix_to_quat(self.rotation)
 
+    def matrix(self) -> np.ndarray:
+        """4x4 homogeneous matrix (rotation, translation in metres)."""
+        m = np.eye(4)
+        m[:3, :3], m[:3, 3] = self.rotation, self.translation
+        return m
+
 
 def look_at_rotation(position: np.ndarray, target: np.ndarray) -> np.ndarray:
     """Rotation of a ROS optical frame (z forward, x right, y down) at ``position`` looking at ``target``."""

@@ -6,7 +6,7 @@ import numpy as np
 from geometry_msgs.msg import TransformStamped
 from tf2_msgs.msg import TFMessage
 
-from affectsim_ros.core.geometry import Transform, quat_to_matrix
+from affectsim_core.geometry import Transform, quat_to_matrix
 
 
 def from_msg(t: TransformStamped) -> Transform:

@@ -24,10 +24,6 @@ class InvalidInput(AffectSimError, ValueError):
         return (type(self), (self.field, self.value, self.expected, self.where))
 
 
-class Busy(AffectSimError, RuntimeError):
-    """The component cannot take the request now (e.g. a world reset is running)."""
-
-
 class MissingDependency(AffectSimError, ImportError):
     """An optional dependency needed by a plugin is not installed."""
 

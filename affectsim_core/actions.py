@@ -1,0 +1,29 @@
+"""Primitive actions of the benchmark and the result of applying one (PROTOCOL.md section 6)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+from affectsim_core.geometry import Pose2D
+
+
+class Action(IntEnum):
+    """Discrete benchmark actions (values match ``affectsim_interfaces/srv/ApplyAction``)."""
+
+    STOP = 0
+    FORWARD = 1
+    TURN_LEFT = 2
+    TURN_RIGHT = 3
+
+
+@dataclass(frozen=True)
+class MoveResult:
+    """Outcome of one discrete action or velocity integration: the new base ``pose`` (map), whether
+    navigable space ``clipped`` the move, the translation ``distance_m`` achieved (m) and the
+    ``sim_time`` (s) after it."""
+
+    pose: Pose2D
+    clipped: bool
+    distance_m: float
+    sim_time: float

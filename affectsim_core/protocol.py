@@ -1,0 +1,48 @@
+"""The benchmark protocol's vocabulary (``../shared/PROTOCOL.md``), each value defined once.
+
+Units: seconds of sim time, metres, radians. Every package takes these names from here.
+"""
+
+from __future__ import annotations
+
+import math
+from enum import StrEnum
+
+#: The label space (PROTOCOL.md section 1): exactly five classes, in this order everywhere
+#: (probability vectors, confusion matrices, class indices 0..4).
+EMOTIONS: tuple[str, ...] = ("angry", "fearful", "happy", "neutral", "sad")
+
+#: Observation settings (section 5): initial view, reference observer, room monitor, active.
+SETTINGS: tuple[str, ...] = ("p_init", "p_ref", "p_mon", "a_obs")
+PASSIVE_SETTINGS: tuple[str, ...] = ("p_init", "p_ref", "p_mon")
+
+#: Episode families and the observation-controlled challenges (section 2); dataset splits (section 4).
+FAMILIES: tuple[str, ...] = ("action_grounded", "observation_controlled", "dyadic")
+CHALLENGES: tuple[str, ...] = ("far_visible", "rear_view", "partial_occlusion", "obstacle_detour")
+SPLITS: tuple[str, ...] = ("train", "val", "test")
+
+#: Recognizer input (section 7): frames uniformly sampled from a clip, each resized to a square.
+CLIP_FRAMES = 8
+CLIP_SIZE = 224  # px
+
+#: Execution (section 6): one primitive action per 0.25 s of sim time (4 Hz).
+STEP_SECONDS = 0.25
+FORWARD_M = 0.25
+TURN_RAD = math.radians(15.0)
+
+#: Acquisition budget until a stable handoff (section 6).
+MAX_ACTIONS = 480
+MAX_PLANNER_CALLS = 80
+
+#: E-SPL radii (section 8), metres.
+ESPL_RADII: tuple[int, ...] = (1, 3, 5)
+
+
+class Outcome(StrEnum):
+    """How one active observation (A-Obs) ended; the values are the strings of records and action results."""
+
+    HANDOFF = "handoff"  # a stable handoff, then the clip was collected
+    BUDGET_EXHAUSTED = "budget_exhausted"  # 480 actions or 80 planner calls spent before a handoff
+    POLICY_ERROR = "policy_error"  # the policy raised or returned something other than a Decision
+    CANCELLED = "cancelled"  # the goal was cancelled
+    ABORTED = "aborted"  # preempted, or a failure outside the policy (bridge, timeout)

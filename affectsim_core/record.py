@@ -1,0 +1,218 @@
+"""The paired record of one evaluated episode, typed (what the results store keeps per episode).
+
+One record holds every setting's clip result for every recognizer, so settings are compared on
+the same episodes (PROTOCOL.md section 8). Its JSON form (:meth:`EpisodeRecord.to_dict`, floats
+rounded so records compare exactly across runs)::
+
+    episode_id, scene_id, family, challenge, action, label      the episode (label: the emotion)
+    predictions {recognizer: {setting: label | None}}           None: no label (unparseable/error)
+    probs       {recognizer: {setting: [5 floats]}}             over EMOTIONS, at float32 precision
+    outcomes    {recognizer: {setting: "ok" | "unparseable" | "error"}}
+    a_obs       {outcome, message, fallback, path_length (m), diagnostics {Table 6 inputs},
+                 trajectory [[x, y, yaw], ...] (map frame, m/rad, the start then one per action)}
+    p_ref       {frame, distance (m), angle (rad)} | None       the reference observer's choice
+    visible     {setting: visible-body fraction of the 8 sampled frames}
+    d_star      {"1" | "3" | "5": m | None}                     E-SPL's d*(r); None: region empty/unreachable
+    anchor      [x, y]                                          the target's anchor (map, m)
+    start       [x, y, yaw]
+
+A stored row adds the run fields :data:`RUN_FIELDS` (status, failure reason, wall time, worker,
+seconds per stage), which differ between runs of the same episode and are not part of the record.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from affectsim_core.errors import InvalidInput
+from affectsim_core.protocol import EMOTIONS, ESPL_RADII, SETTINGS, Outcome
+
+PREDICTION_OUTCOMES = ("ok", "unparseable", "error")
+RUN_FIELDS = ("status", "reason", "wall_s", "worker", "timing")
+VOLATILE = ("wall_s", "worker", "timing")  # run fields that differ between runs of the same episode
+
+
+def _num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """Per-episode inputs to the paper's Table 6 (A-Obs acquisition diagnostics): whether and after
+    how many actions a stable handoff happened, translational path (m) in all and before the
+    handoff, budget exhaustion, primitive actions and planner calls used, translations attempted and
+    clipped by navigable space."""
+
+    handoff: bool
+    handoff_step: int | None
+    path_length: float
+    path_before_handoff: float
+    budget_exhausted: bool
+    actions: int
+    planner_calls: int
+    attempted_translations: int
+    clipped_translations: int
+
+    @staticmethod
+    def from_dict(d: Any, where: str = "diagnostics") -> "Diagnostics":
+        names = [f.name for f in fields(Diagnostics)]
+        if not isinstance(d, dict) or set(d) != set(names):
+            raise InvalidInput("diagnostics", sorted(d) if isinstance(d, dict) else d, f"the fields {names}", where)
+        for k in ("handoff", "budget_exhausted"):
+            if not isinstance(d[k], bool):
+                raise InvalidInput(f"diagnostics.{k}", d[k], "true or false", where)
+        step = d["handoff_step"]
+        if step is not None and (not isinstance(step, int) or isinstance(step, bool) or step < 0):
+            raise InvalidInput("diagnostics.handoff_step", step, "null or an action count >= 0", where)
+        for k in ("path_length", "path_before_handoff"):
+            if not (_num(d[k]) and math.isfinite(d[k]) and d[k] >= 0):
+                raise InvalidInput(f"diagnostics.{k}", d[k], "metres >= 0", where)
+        for k in ("actions", "planner_calls", "attempted_translations", "clipped_translations"):
+            if not isinstance(d[k], int) or isinstance(d[k], bool) or d[k] < 0:
+                raise InvalidInput(f"diagnostics.{k}", d[k], "a count >= 0", where)
+        return Diagnostics(**d)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ActiveSummary:
+    """The A-Obs part of a record: how acquisition ended (:class:`~affectsim_core.protocol.Outcome`
+    value) and why, whether the clip fell back to P-Init, the path (m), the diagnostics and the
+    trajectory (x m, y m, yaw rad in ``map``: the start, then one pose per action)."""
+
+    outcome: str
+    message: str
+    fallback: bool
+    path_length: float
+    diagnostics: Diagnostics
+    trajectory: tuple[tuple[float, float, float], ...]
+
+    @staticmethod
+    def from_dict(d: Any, where: str = "a_obs") -> "ActiveSummary":
+        keys = {"outcome", "message", "fallback", "path_length", "diagnostics", "trajectory"}
+        if not isinstance(d, dict) or set(d) != keys:
+            raise InvalidInput("a_obs", sorted(d) if isinstance(d, dict) else d, f"the fields {sorted(keys)}", where)
+        if d["outcome"] not in tuple(Outcome):
+            raise InvalidInput("a_obs.outcome", d["outcome"], f"one of {[o.value for o in Outcome]}", where)
+        if not isinstance(d["message"], str) or not isinstance(d["fallback"], bool):
+            raise InvalidInput("a_obs.message/fallback", (d["message"], d["fallback"]), "a string and a bool", where)
+        traj = d["trajectory"]
+        if not isinstance(traj, list) or not all(isinstance(p, list) and len(p) == 3 and all(map(_num, p))
+                                                 for p in traj):
+            raise InvalidInput("a_obs.trajectory", traj if not isinstance(traj, list) else f"{len(traj)} poses",
+                               "a list of [x, y, yaw] poses", where)
+        if not _num(d["path_length"]):
+            raise InvalidInput("a_obs.path_length", d["path_length"], "metres", where)
+        return ActiveSummary(d["outcome"], d["message"], d["fallback"], d["path_length"],
+                             Diagnostics.from_dict(d["diagnostics"], where), tuple(tuple(p) for p in traj))
+
+    def to_dict(self) -> dict:
+        return {"outcome": str(self.outcome), "message": self.message, "fallback": self.fallback,
+                "path_length": self.path_length, "diagnostics": self.diagnostics.to_dict(),
+                "trajectory": [list(p) for p in self.trajectory]}
+
+
+@dataclass(frozen=True)
+class ReferenceChoice:
+    """The reference observer's relative configuration: frame ("body" or "axis"), distance (m),
+    angle from the body's front (rad, + left)."""
+
+    frame: str
+    distance: float
+    angle: float
+
+
+@dataclass(frozen=True)
+class EpisodeRecord:
+    """The paired record of one episode (see the module docstring)."""
+
+    episode_id: str
+    scene_id: str
+    family: str
+    challenge: str
+    action: str
+    label: str
+    predictions: dict[str, dict[str, str | None]]
+    probs: dict[str, dict[str, list[float]]]
+    outcomes: dict[str, dict[str, str]]
+    a_obs: ActiveSummary
+    p_ref: ReferenceChoice | None
+    visible: dict[str, float]
+    d_star: dict[str, float | None]
+    anchor: tuple[float, float]
+    start: tuple[float, float, float]
+
+    @property
+    def recognizers(self) -> list[str]:
+        return sorted(self.predictions)
+
+    @staticmethod
+    def from_dict(d: Any, where: str = "record") -> "EpisodeRecord":
+        """Validate the JSON form (run fields :data:`RUN_FIELDS` are allowed and ignored)."""
+        names = [f.name for f in fields(EpisodeRecord)]
+        if not isinstance(d, dict):
+            raise InvalidInput("record", type(d).__name__, "a mapping", where)
+        w = f"{where}: {d.get('episode_id', '<no id>')}"
+        missing = [n for n in names if n not in d]
+        unknown = sorted(set(d) - set(names) - set(RUN_FIELDS))
+        if missing or unknown:
+            raise InvalidInput("record fields", {"missing": missing, "unknown": unknown},
+                               f"exactly the fields {names} (plus run fields {list(RUN_FIELDS)})", w)
+        for k in ("episode_id", "scene_id", "family", "challenge", "action"):
+            if not isinstance(d[k], str):
+                raise InvalidInput(k, d[k], "a string", w)
+        if d["label"] not in EMOTIONS:
+            raise InvalidInput("label", d["label"], f"one of {EMOTIONS}", w)
+        preds, probs, outs = d["predictions"], d["probs"], d["outcomes"]
+        if not isinstance(preds, dict) or not preds or not isinstance(probs, dict) or not isinstance(outs, dict) \
+                or set(preds) != set(probs) or set(preds) != set(outs):
+            raise InvalidInput("predictions/probs/outcomes", sorted(preds) if isinstance(preds, dict) else preds,
+                               "the same recognizers in all three, at least one", w)
+        for rec, by_setting in preds.items():
+            if not isinstance(by_setting, dict) or not set(by_setting) <= set(SETTINGS) \
+                    or set(by_setting) != set(probs[rec]) or set(by_setting) != set(outs[rec]):
+                raise InvalidInput(f"predictions[{rec!r}]", by_setting, f"settings from {SETTINGS}, the same in "
+                                   "predictions, probs and outcomes", w)
+            for s, label in by_setting.items():
+                if label is not None and label not in EMOTIONS:
+                    raise InvalidInput(f"predictions[{rec!r}][{s!r}]", label, f"null or one of {EMOTIONS}", w)
+                p = probs[rec][s]
+                if not (isinstance(p, list) and len(p) == len(EMOTIONS) and all(map(_num, p))):
+                    raise InvalidInput(f"probs[{rec!r}][{s!r}]", p, f"{len(EMOTIONS)} probabilities", w)
+                if outs[rec][s] not in PREDICTION_OUTCOMES:
+                    raise InvalidInput(f"outcomes[{rec!r}][{s!r}]", outs[rec][s], f"one of {PREDICTION_OUTCOMES}", w)
+        ref = d["p_ref"]
+        if ref is not None and not (isinstance(ref, dict) and set(ref) == {"frame", "distance", "angle"}):
+            raise InvalidInput("p_ref", ref, "null or {frame, distance, angle}", w)
+        if not isinstance(d["visible"], dict) or not set(d["visible"]) <= set(SETTINGS) \
+                or not all(_num(v) for v in d["visible"].values()):
+            raise InvalidInput("visible", d["visible"], f"{{setting: fraction}} for settings from {SETTINGS}", w)
+        radii = {str(r) for r in ESPL_RADII}
+        if not isinstance(d["d_star"], dict) or set(d["d_star"]) != radii \
+                or not all(v is None or _num(v) for v in d["d_star"].values()):
+            raise InvalidInput("d_star", d["d_star"], f"{{radius: m or null}} for radii {sorted(radii)}", w)
+        for k, n in (("anchor", 2), ("start", 3)):
+            if not (isinstance(d[k], list) and len(d[k]) == n and all(map(_num, d[k]))):
+                raise InvalidInput(k, d[k], f"{n} numbers", w)
+        return EpisodeRecord(d["episode_id"], d["scene_id"], d["family"], d["challenge"], d["action"], d["label"],
+                             preds, probs, outs, ActiveSummary.from_dict(d["a_obs"], w),
+                             None if ref is None else ReferenceChoice(**ref), dict(d["visible"]), dict(d["d_star"]),
+                             tuple(d["anchor"]), tuple(d["start"]))
+
+    def to_dict(self) -> dict:
+        """The JSON form stored in the results store."""
+        return {"episode_id": self.episode_id, "scene_id": self.scene_id, "family": self.family,
+                "challenge": self.challenge, "action": self.action, "label": self.label,
+                "predictions": self.predictions, "probs": self.probs, "outcomes": self.outcomes,
+                "a_obs": self.a_obs.to_dict(), "p_ref": None if self.p_ref is None else asdict(self.p_ref),
+                "visible": self.visible, "d_star": self.d_star, "anchor": list(self.anchor), "start": list(self.start)}
+
+
+def comparable(stored: dict) -> dict:
+    """A stored row without its volatile run fields: equal for the same episode whoever evaluated it
+    (ROS graph or in-process, Ray or local, any worker count)."""
+    return {k: v for k, v in stored.items() if k not in VOLATILE}

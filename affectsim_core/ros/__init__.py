@@ -1,0 +1,5 @@
+"""ROS 2 plumbing shared by every node: loopback-only environment, message conversions, topic names,
+parameter declaration, TF lookup, the node entry point and a blocking client of the bridge.
+
+Import only where ROS is used: these modules import ``rclpy`` and message packages.
+"""

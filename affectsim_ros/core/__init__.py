@@ -1,1 +1,0 @@
-"""ROS-free core shared by every AffectSim package: geometry, registries, errors."""
