@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import math
 import os
-from pathlib import Path
 import threading
+from pathlib import Path
 
-from affectsim_interfaces.srv import ApplyAction, LoadWorld, RenderViews
 from geometry_msgs.msg import PoseArray, PoseStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -30,50 +28,55 @@ from sensor_msgs.msg import CameraInfo, Image, LaserScan
 from tf2_msgs.msg import TFMessage
 
 from affectsim_bridge import fetch_model
-from affectsim_bridge.backends import BACKENDS, create_backend
-from affectsim_bridge.backends.base import (
-    STEP_SECONDS,
-    TURN_RAD,
-    Action,
-    CameraIntrinsics,
-    HumanPlacement,
-    LaserSpec,
-    RobotConfig,
-)
+from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
+from affectsim_bridge.backends.base import HumanPlacement, LaserSpec, RobotConfig
+from affectsim_bridge.humans.library import DEFAULT_DIR, Library
 from affectsim_bridge.scene import load_scene
-from affectsim_ros.ros.node_main import run_node
-from affectsim_ros.core.errors import AffectSimError, InvalidInput
-from affectsim_ros.core.geometry import Pose2D, Transform
-from affectsim_ros.ros import conversions as cv
+from affectsim_bridge.views import View, render_views
+from affectsim_bridge.world_thread import WorldThread
+from affectsim_core.actions import Action
+from affectsim_core.camera import FETCH_HEAD_HEIGHT, FETCH_HEAD_VFOV_DEG, FETCH_HEAD_WIDTH, CameraIntrinsics
+from affectsim_core.clips import resize
+from affectsim_core.errors import AffectSimError, InvalidInput
+from affectsim_core.geometry import Pose2D, Transform
+from affectsim_core.protocol import STEP_SECONDS, TURN_RAD
+from affectsim_core.ros import conversions as cv
+from affectsim_core.ros.params import Param, declare_params
+from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES, TOPICS
+from affectsim_interfaces.srv import ApplyAction, LoadWorld, RenderViews
 
-OPTICAL_FRAME = "head_camera_rgb_optical_frame"
 MAP_RESOLUTION = 0.05
 
-# name -> (default, description); validated in _read_params
-PARAMS: dict[str, tuple[object, str]] = {
-    "backend": ("mujoco", f"simulator backend ({', '.join(BACKENDS.names())})"),
-    "scene": ("test_apartment", "scene loaded at start: built-in id or scene file path"),
-    "robot_x": (1.0, "initial robot x in map (m)"),
-    "robot_y": (2.5, "initial robot y in map (m)"),
-    "robot_yaw": (0.0, "initial robot yaw in map (rad)"),
-    "mode": ("lockstep", "lockstep (discrete actions via /affectsim/apply_action) or free_run (/cmd_vel)"),
-    "real_time_factor": (1.0, "free_run: sim seconds per wall second (0.1..10)"),
-    "sim_dt": (1.0 / 60.0, "free_run: sim seconds per tick (0.001..0.1)"),
-    "camera_rate_hz": (15.0, "free_run: head camera rate in sim time (Fetch: 15 Hz)"),
-    "scan_rate_hz": (15.0, "free_run: base laser rate in sim time (Fetch: 15 Hz)"),
-    "odom_rate_hz": (50.0, "free_run: odometry and TF rate in sim time"),
-    "camera_width": (640, "head camera width (px)"),
-    "camera_height": (480, "head camera height (px)"),
-    "camera_vfov_deg": (46.83, "head camera vertical field of view (deg); fx = fy"),
-    "max_depth_m": (10.0, "depth beyond this is NaN (m)"),
-    "head_tilt": (0.0, "head tilt (rad, + looks down), Fetch limits -0.76..1.45"),
-    "head_pan": (0.0, "head pan (rad, + looks left), Fetch limits -1.57..1.57"),
-    "torso_lift": (0.0386, "torso lift (m), Fetch limits 0.0386..0.3861"),
-    "robot_radius": (0.3, "base footprint radius for navigable space (m)"),
-    "cmd_vel_timeout": (0.5, "free_run: stop when no /cmd_vel for this long (sim s)"),
-    "publish_ground_truth": (True, "publish privileged /affectsim/ground_truth/* topics"),
-    "motion_library": ("", "motion library directory for people's motion_id (empty: data/motions of the source tree)"),
-}
+MODES = ("lockstep", "free_run")
+CAMERA_MAX_PX = 1280  # head camera width and height limit (the model's offscreen buffer)
+
+PARAMS: tuple[Param, ...] = (
+    Param("backend", DEFAULT_BACKEND, "simulator backend", choices=BACKENDS.names),
+    Param("scene", "test_apartment", "scene loaded at start: built-in id or scene file path",
+          check=bool, expected="a scene id or file"),
+    Param("robot_x", 1.0, "initial robot x in map (m)", bounds=(-1e4, 1e4)),
+    Param("robot_y", 2.5, "initial robot y in map (m)", bounds=(-1e4, 1e4)),
+    Param("robot_yaw", 0.0, "initial robot yaw in map (rad)", bounds=(-4 * math.pi, 4 * math.pi)),
+    Param("mode", "lockstep", "lockstep (discrete actions via /affectsim/apply_action) or free_run (/cmd_vel)",
+          choices=MODES),
+    Param("real_time_factor", 1.0, "free_run: sim seconds per wall second", bounds=(0.1, 10.0)),
+    Param("sim_dt", 1.0 / 60.0, "free_run: sim seconds per tick", bounds=(0.001, 0.1)),
+    Param("camera_rate_hz", 15.0, "free_run: head camera rate in sim time (Fetch: 15 Hz)", bounds=(0.5, 60.0)),
+    Param("scan_rate_hz", 15.0, "free_run: base laser rate in sim time (Fetch: 15 Hz)", bounds=(0.5, 60.0)),
+    Param("odom_rate_hz", 50.0, "free_run: odometry and TF rate in sim time", bounds=(1.0, 200.0)),
+    Param("camera_width", FETCH_HEAD_WIDTH, "head camera width (px)", bounds=(16, CAMERA_MAX_PX)),
+    Param("camera_height", FETCH_HEAD_HEIGHT, "head camera height (px)", bounds=(16, CAMERA_MAX_PX)),
+    Param("camera_vfov_deg", FETCH_HEAD_VFOV_DEG, "head camera vertical field of view (deg); fx = fy",
+          bounds=(10.0, 150.0)),
+    Param("max_depth_m", 10.0, "depth beyond this is NaN (m)", bounds=(0.5, 100.0)),
+    Param("head_tilt", 0.0, "head tilt (rad, + looks down), Fetch limits", bounds=(-0.76, 1.45)),
+    Param("head_pan", 0.0, "head pan (rad, + looks left), Fetch limits", bounds=(-1.57, 1.57)),
+    Param("torso_lift", 0.0386, "torso lift (m), Fetch limits", bounds=(0.0386, 0.3861)),
+    Param("robot_radius", 0.3, "base footprint radius for navigable space (m)", bounds=(0.05, 1.0)),
+    Param("cmd_vel_timeout", 0.5, "free_run: stop when no /cmd_vel for this long (sim s)", bounds=(0.05, 10.0)),
+    Param("publish_ground_truth", True, "publish privileged /affectsim/ground_truth/* topics"),
+    Param("motion_library", "", "motion library directory for people's motion_id (empty: data/motions of the source tree)"),
+)
 
 
 class BridgeNode(Node):
@@ -81,9 +84,7 @@ class BridgeNode(Node):
 
     def __init__(self) -> None:
         super().__init__("bridge")
-        for name, (default, desc) in PARAMS.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=desc))
-        self.p = self._read_params()
+        self.p = declare_params(self, PARAMS)
         k = CameraIntrinsics.from_vfov(self.p["camera_width"], self.p["camera_height"],
                                        math.radians(self.p["camera_vfov_deg"]))
         robot = RobotConfig(radius=self.p["robot_radius"], torso_lift=self.p["torso_lift"],
@@ -95,35 +96,25 @@ class BridgeNode(Node):
         self._map_msg: tuple[object, OccupancyGrid] | None = None  # (scene, map) published for it
         self._last_twist = (0.0, 0.0)
 
-        from affectsim_bridge.world_thread import WorldThread
-
         self.world = WorldThread()
-        self.backend = self.world.call(lambda: create_backend(self.p["backend"], robot=robot, head=k,
+        self.backend = self.world.call(lambda: BACKENDS.create(self.p["backend"], robot=robot, head=k,
                                                               max_depth=self.p["max_depth_m"]))
         self.laser = LaserSpec()
 
         rel = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.pub = {
-            "rgb": self.create_publisher(Image, "/head_camera/rgb/image_raw", rel),
-            "rgb_info": self.create_publisher(CameraInfo, "/head_camera/rgb/camera_info", rel),
-            "depth": self.create_publisher(Image, "/head_camera/depth_registered/image_raw", rel),
-            "depth_info": self.create_publisher(CameraInfo, "/head_camera/depth_registered/camera_info", rel),
-            "scan": self.create_publisher(LaserScan, "/base_scan", rel),
-            "odom": self.create_publisher(Odometry, "/odom", QoSProfile(depth=10)),
-            "tf": self.create_publisher(TFMessage, "/tf", QoSProfile(depth=100)),
-            "tf_static": self.create_publisher(TFMessage, "/tf_static", latched),
-            "map": self.create_publisher(OccupancyGrid, "/map", latched),
-            "clock": self.create_publisher(Clock, "/clock", QoSProfile(depth=10)),
-            "gt_robot": self.create_publisher(PoseStamped, "/affectsim/ground_truth/robot_pose", QoSProfile(depth=10)),
-            "gt_humans": self.create_publisher(PoseArray, "/affectsim/ground_truth/humans", QoSProfile(depth=10)),
-        }
+        kinds = {"rgb": (Image, rel), "rgb_info": (CameraInfo, rel), "depth": (Image, rel),
+                 "depth_info": (CameraInfo, rel), "scan": (LaserScan, rel), "odom": (Odometry, QoSProfile(depth=10)),
+                 "tf": (TFMessage, QoSProfile(depth=100)), "tf_static": (TFMessage, latched),
+                 "map": (OccupancyGrid, latched), "clock": (Clock, QoSProfile(depth=10)),
+                 "gt_robot": (PoseStamped, QoSProfile(depth=10)), "gt_humans": (PoseArray, QoSProfile(depth=10))}
+        self.pub = {key: self.create_publisher(typ, TOPICS[key], qos) for key, (typ, qos) in kinds.items()}
         load_group, step_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
-        self.create_service(LoadWorld, "/affectsim/load_world", self._on_load, callback_group=load_group)
-        self.create_service(ApplyAction, "/affectsim/apply_action", self._on_action, callback_group=step_group)
-        self.create_service(RenderViews, "/affectsim/render_views", self._on_render_views, callback_group=step_group)
-        self.create_subscription(Twist, "/cmd_vel", self._on_cmd_vel, 10, callback_group=step_group)
+        self.create_service(LoadWorld, SERVICES["load_world"], self._on_load, callback_group=load_group)
+        self.create_service(ApplyAction, SERVICES["apply_action"], self._on_action, callback_group=step_group)
+        self.create_service(RenderViews, SERVICES["render_views"], self._on_render_views, callback_group=step_group)
+        self.create_subscription(Twist, TOPICS["cmd_vel"], self._on_cmd_vel, 10, callback_group=step_group)
 
         start = Pose2D(self.p["robot_x"], self.p["robot_y"], self.p["robot_yaw"])
         self.world.call(lambda: self._load(self.p["scene"], start, ()), timeout=120.0)
@@ -133,28 +124,6 @@ class BridgeNode(Node):
             f"bridge ready: backend={self.p['backend']} scene={self.p['scene']} mode={self.p['mode']} "
             f"camera={k.width}x{k.height} ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID')}"
         )
-
-    # ------------------------------------------------------------------ parameters
-    def _read_params(self) -> dict:
-        p = {name: self.get_parameter(name).value for name in PARAMS}
-
-        def check(name: str, ok: bool, expected: str) -> None:
-            if not ok:
-                raise InvalidInput(f"parameter {name}", p[name], expected, where="bridge")
-
-        check("backend", p["backend"] in BACKENDS, f"one of {BACKENDS.names()}")
-        check("mode", p["mode"] in ("lockstep", "free_run"), "'lockstep' or 'free_run'")
-        for name, lo, hi in (("real_time_factor", 0.1, 10.0), ("sim_dt", 0.001, 0.1), ("camera_rate_hz", 0.5, 60.0),
-                             ("scan_rate_hz", 0.5, 60.0), ("odom_rate_hz", 1.0, 200.0), ("camera_vfov_deg", 10.0, 150.0),
-                             ("max_depth_m", 0.5, 100.0), ("robot_radius", 0.05, 1.0), ("cmd_vel_timeout", 0.05, 10.0),
-                             ("torso_lift", 0.0386, 0.3861), ("head_tilt", -0.76, 1.45), ("head_pan", -1.57, 1.57)):
-            check(name, isinstance(p[name], (int, float)) and math.isfinite(p[name]) and lo <= p[name] <= hi,
-                  f"a number in [{lo}, {hi}]")
-        for name in ("camera_width", "camera_height"):
-            check(name, isinstance(p[name], int) and 16 <= p[name] <= 1280, "an integer in [16, 1280] px")
-        for name in ("robot_x", "robot_y", "robot_yaw"):
-            check(name, isinstance(p[name], (int, float)) and math.isfinite(p[name]), "a finite number")
-        return p
 
     # ------------------------------------------------------------------ world-thread work
     def _load(self, scene_ref: str, pose: Pose2D, humans: tuple[HumanPlacement, ...]) -> float:
@@ -268,8 +237,6 @@ class BridgeNode(Node):
     def _motion(self, motion_id: str):
         """A clip of the configured motion library (opened on first use)."""
         if getattr(self, "_library", None) is None:
-            from affectsim_bridge.humans.library import DEFAULT_DIR, Library
-
             self._library = Library(Path(self.p["motion_library"]) if self.p["motion_library"] else DEFAULT_DIR)
         return self._library.load(motion_id)
 
@@ -302,10 +269,7 @@ class BridgeNode(Node):
         return res
 
     def _on_render_views(self, req: RenderViews.Request, res: RenderViews.Response) -> RenderViews.Response:
-        """Privileged views for the evaluator's passive settings (``affectsim_nav.runner.render_views``)."""
-        from affectsim_nav.clips import resize
-        from affectsim_nav.runner import View, render_views
-
+        """Privileged views for the evaluator's passive settings (:func:`affectsim_bridge.views.render_views`)."""
         try:
             if self._resetting:
                 raise InvalidInput("world", self._resetting, "a loaded world (a reset is running; retry after it)")
@@ -366,11 +330,3 @@ def _link_tf(links: dict[str, Transform], child: str) -> Transform:
     parent = fetch_model.TF_TREE[child]
     p = links[parent] if parent != "base_link" else Transform.identity()
     return p.inverse().compose(links[child])
-
-
-def main(args: list[str] | None = None) -> None:
-    run_node(BridgeNode, "bridge", args, threads=3)
-
-
-if __name__ == "__main__":
-    main()

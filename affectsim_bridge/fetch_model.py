@@ -12,7 +12,7 @@ import importlib.util
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from affectsim_ros.core.errors import MissingDependency
+from affectsim_core.errors import MissingDependency
 
 ROBOT_GROUP = 2
 # Fetch's tuck pose (fetch_ros tuck_arm.py): shoulder_pan, shoulder_lift, upperarm_roll,

@@ -16,7 +16,7 @@ from affectsim_bridge import fetch_model
 from affectsim_bridge.humans.body import BodyShape, geom_layout
 from affectsim_bridge.humans.skeleton import JOINTS
 from affectsim_bridge.scene import Furniture, Scene
-from affectsim_ros.core.geometry import look_at_rotation, matrix_to_quat
+from affectsim_core.geometry import look_at_rotation, matrix_to_quat
 
 HUMAN_SLOTS = 2
 PARK_Z = -50.0  # unused people are parked below the floor

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import ndimage
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components, shortest_path
+from scipy.sparse.csgraph import shortest_path
 
 from affectsim_bridge.scene import Scene
 
@@ -66,11 +66,6 @@ class NavigableSpace:
         """Visibility-graph vertices (N, 2), m, map."""
         self._ensure_graph()
         return self._vertices
-
-    @property
-    def main_component(self) -> int:
-        self._ensure_graph()
-        return self._main_component
 
     def _ensure_graph(self) -> None:
         if not self._graph_ready:
@@ -219,8 +214,6 @@ class NavigableSpace:
         if n == 0:
             self._dist = np.zeros((0, 0))
             self._pred = np.zeros((0, 0), int)
-            self._vcomp = np.zeros(0, int)
-            self._main_component = 0
             return
         ii, jj = np.triu_indices(n, 1)
         free = np.zeros(len(ii), bool)
@@ -232,9 +225,6 @@ class NavigableSpace:
         w = np.linalg.norm(v[ii] - v[jj], axis=1)
         g = csr_matrix((np.concatenate([w, w]), (np.concatenate([ii, jj]), np.concatenate([jj, ii]))), shape=(n, n))
         self._dist, self._pred = shortest_path(g, method="D", directed=False, return_predecessors=True)
-        _, self._vcomp = connected_components(g, directed=False)
-        sizes = np.bincount(self._vcomp)
-        self._main_component = int(np.argmax(sizes))
 
     def _visible(self, p: np.ndarray) -> np.ndarray:
         """Indices of graph vertices reachable from ``p`` by a straight free move (recent points cached:
@@ -251,10 +241,6 @@ class NavigableSpace:
             self._visible_cache.pop(next(iter(self._visible_cache)))
         self._visible_cache[key] = out
         return out
-
-    def _component(self, p: np.ndarray) -> int:
-        vis = self._visible(np.asarray(p, float))
-        return int(self._vcomp[vis[0]]) if len(vis) else -1
 
     # ------------------------------------------------------------------ queries
     def geodesic_distance(self, a, b) -> float:

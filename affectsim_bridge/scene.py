@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from affectsim_ros.core.errors import InvalidInput
+from affectsim_core.errors import InvalidInput
 
 FORMAT = "affectsim-scene/1"
 BUILTIN_DIR = Path(__file__).resolve().parent / "scenes"

@@ -25,11 +25,16 @@ from typing import Callable
 
 import numpy as np
 import yaml
+from PIL import Image
 from scipy import ndimage
 
+from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.navigable import NavigableSpace
 from affectsim_bridge.scene import Rect, Scene, parse_scene
-from affectsim_ros.core.atomic import staged_dir
+from affectsim_core.atomic import staged_dir
+from affectsim_core.camera import CameraIntrinsics
+from affectsim_core.contact_sheet import map_image, save_png
+from affectsim_core.geometry import Pose2D, Transform, look_at_rotation
 
 SCENES_DIR = Path(__file__).resolve().parents[1] / "data" / "scenes"
 SCENE_LIBRARY_FORMAT = "affectsim-scene-library/1"
@@ -372,16 +377,10 @@ def build_scenes(out: Path = SCENES_DIR, seed: int = 0, count: int = N_APARTMENT
 
 def preview_scene(scene: Scene, out: Path) -> Path:
     """PNG: rendered top-down view, occupancy map with room labels, and three monitor-camera views."""
-    from PIL import Image
-
-    from affectsim_bridge.backends import create_backend
-    from affectsim_bridge.backends.base import CameraIntrinsics
-    from affectsim_ros.contact_sheet import map_image, save_png
-    from affectsim_ros.core.geometry import Pose2D, Transform, look_at_rotation
 
     nav = NavigableSpace(scene)
     start = nav.sample(1, np.random.default_rng(0))[0]
-    b = create_backend("mujoco")
+    b = BACKENDS.create("mujoco")
     b.load(scene, Pose2D(float(start[0]), float(start[1]), 0.0))
     xmin, ymin, xmax, ymax = scene.bounds()
     c = np.array([(xmin + xmax) / 2, (ymin + ymax) / 2])

@@ -16,7 +16,6 @@ from __future__ import annotations
 import abc
 import math
 from dataclasses import dataclass
-from enum import IntEnum
 
 import numpy as np
 
@@ -25,58 +24,15 @@ from affectsim_bridge.humans.motion import Motion
 from affectsim_bridge.humans.skeleton import DOF_INDEX, DOFS, PELVIS_HEIGHT
 from affectsim_bridge.navigable import NavigableSpace
 from affectsim_bridge.scene import Scene
-from affectsim_ros.core.errors import InvalidInput
-from affectsim_ros.core.geometry import Pose2D, Transform, wrap_angle
-
-STEP_SECONDS = 0.25  # sim time per discrete action (4 Hz, PROTOCOL.md section 6)
-FORWARD_M = 0.25
-TURN_RAD = math.radians(15.0)
-
+from affectsim_core.actions import Action, MoveResult
+from affectsim_core.camera import CameraIntrinsics
+from affectsim_core.errors import InvalidInput
+from affectsim_core.geometry import Pose2D, Transform, wrap_angle
+from affectsim_core.protocol import FORWARD_M, STEP_SECONDS, TURN_RAD
 
 REST_POSE = np.zeros(len(DOFS))  # standing, arms relaxed at the sides
 for _name, _deg in (("shoulder_l_abd", 8), ("shoulder_r_abd", 8), ("elbow_l_flex", 12), ("elbow_r_flex", 12)):
     REST_POSE[DOF_INDEX[_name]] = math.radians(_deg)
-
-
-class Action(IntEnum):
-    """Discrete benchmark actions (values match ``affectsim_interfaces/srv/ApplyAction``)."""
-
-    STOP = 0
-    FORWARD = 1
-    TURN_LEFT = 2
-    TURN_RIGHT = 3
-
-
-@dataclass(frozen=True)
-class CameraIntrinsics:
-    """Pinhole intrinsics in pixels, ROS convention (pixel centres at integer coordinates)."""
-
-    width: int
-    height: int
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-
-    @staticmethod
-    def from_vfov(width: int, height: int, vfov_rad: float) -> "CameraIntrinsics":
-        f = (height / 2.0) / math.tan(vfov_rad / 2.0)
-        return CameraIntrinsics(width, height, f, f, (width - 1) / 2.0, (height - 1) / 2.0)
-
-    def validate(self, where: str = "camera") -> "CameraIntrinsics":
-        if not (16 <= self.width <= 4096 and 16 <= self.height <= 4096):
-            raise InvalidInput(f"{where}.width x height", (self.width, self.height), "16..4096 pixels each")
-        for name in ("fx", "fy"):
-            v = getattr(self, name)
-            if not (math.isfinite(v) and v > 1.0):
-                raise InvalidInput(f"{where}.{name}", v, "a focal length > 1 pixel")
-        if not (0 <= self.cx <= self.width - 1 and 0 <= self.cy <= self.height - 1):
-            raise InvalidInput(f"{where}.cx, cy", (self.cx, self.cy), "a principal point inside the image")
-        return self
-
-    @property
-    def k(self) -> list[float]:
-        return [self.fx, 0.0, self.cx, 0.0, self.fy, self.cy, 0.0, 0.0, 1.0]
 
 
 @dataclass(frozen=True)
@@ -142,16 +98,6 @@ class RGBD:
     pose: Transform
 
 
-@dataclass(frozen=True)
-class MoveResult:
-    """Outcome of one discrete action or velocity integration."""
-
-    pose: Pose2D
-    clipped: bool
-    distance_m: float
-    sim_time: float
-
-
 @dataclass
 class RobotConfig:
     """Kinematic state of the Fetch's body parts that the benchmark controls."""
@@ -198,6 +144,13 @@ class SimulatorBackend(abc.ABC):
     @abc.abstractmethod
     def laser_scan(self, spec: LaserSpec) -> np.ndarray:
         """Ranges (m) of the base laser; ``inf`` where nothing is within ``range_max``."""
+
+    @abc.abstractmethod
+    def line_of_sight(self, origin: np.ndarray, points: np.ndarray) -> np.ndarray:
+        """(N,) bool: True where the straight segment from ``origin`` (3,) to each of ``points``
+        (N, 3), metres in ``map``, meets no static scene geometry (walls, furniture, doors; people and
+        the robot do not occlude) closer than 3 cm before the point. The one visibility query of
+        the world: the reference observer, the visible-body fraction and the dataset composer use it."""
 
     @abc.abstractmethod
     def link_transforms(self) -> dict[str, Transform]:
@@ -317,11 +270,6 @@ class SimulatorBackend(abc.ABC):
     def head_camera_pose(self) -> Transform:
         """Head camera optical frame in ``map``."""
         return Transform.from_pose2d(self.pose).compose(self.link_transforms()["head_camera_rgb_optical_frame"])
-
-    def ground_truth(self) -> dict:
-        """Privileged state for the evaluator and P-Ref: robot pose, people, camera pose."""
-        return {"robot": self.pose, "humans": self.humans, "head_camera": self.head_camera_pose(),
-                "sim_time": self.sim_time, "scene": self.scene.id if self.scene else None}
 
     def _require_loaded(self) -> None:
         if self.scene is None or self.navigable is None:

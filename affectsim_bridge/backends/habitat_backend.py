@@ -8,7 +8,7 @@ abstract primitives of :class:`SimulatorBackend` onto habitat-sim's sensors.
 from __future__ import annotations
 
 from affectsim_bridge.backends.base import SimulatorBackend
-from affectsim_ros.core.errors import MissingDependency
+from affectsim_core.errors import MissingDependency
 
 try:
     import habitat_sim  # noqa: F401

@@ -11,20 +11,16 @@ import math
 import numpy as np
 
 from affectsim_bridge import fetch_model
-from affectsim_bridge.backends.base import (
-    RGBD,
-    CameraIntrinsics,
-    LaserSpec,
-    RobotConfig,
-    SimulatorBackend,
-)
+from affectsim_bridge.backends.base import RGBD, LaserSpec, RobotConfig, SimulatorBackend
 from affectsim_bridge.humans.body import BodyShape, geom_layout
-from affectsim_bridge.humans.skeleton import DOFS, JOINTS
+from affectsim_bridge.humans.skeleton import DOFS, JOINTS, root_rotation
 from affectsim_bridge.mjcf_builder import HUMAN_SLOTS, PARK_Z, build_mjcf
 from affectsim_bridge.renderer import RGBDRenderer, mujoco
 from affectsim_bridge.scene import Scene
-from affectsim_bridge.humans.skeleton import root_rotation
-from affectsim_ros.core.geometry import Transform, matrix_to_quat
+from affectsim_core.camera import FETCH_HEAD_CAMERA, CameraIntrinsics
+from affectsim_core.geometry import Transform, matrix_to_quat
+
+OCCLUSION_TOLERANCE_M = 0.03  # a ray stopping this close before its point does not occlude it
 
 
 class MujocoBackend(SimulatorBackend):
@@ -33,7 +29,7 @@ class MujocoBackend(SimulatorBackend):
     def __init__(self, robot: RobotConfig | None = None, head: CameraIntrinsics | None = None,
                  max_depth: float = 10.0) -> None:
         super().__init__(robot)
-        self._head = (head or CameraIntrinsics.from_vfov(640, 480, math.radians(46.83))).validate("head_camera")
+        self._head = (head or FETCH_HEAD_CAMERA).validate("head_camera")
         self.max_depth = max_depth
         self.model: mujoco.MjModel | None = None
         self.data: mujoco.MjData | None = None
@@ -68,6 +64,7 @@ class MujocoBackend(SimulatorBackend):
         self._opt_top = mujoco.MjvOption()
         self._opt_top.geomgroup[:] = [1, 1, 1, 0, 0, 0]
         self._laser_groups = np.array([1, 1, 0, 0, 0, 0], np.uint8)
+        self._static_groups = np.array([1, 0, 0, 0, 0, 0], np.uint8)  # scene geometry only: people, robot excluded
 
     def _set_intrinsics(self, cam_id: int, k: CameraIntrinsics) -> None:
         """Pinhole intrinsics through MuJoCo's sensor model (sensor size in pixels, principal offset)."""
@@ -130,9 +127,6 @@ class MujocoBackend(SimulatorBackend):
         rgb, depth = self._renderer(intrinsics.width, intrinsics.height).render(d, self._viewer_cam, opt, np.inf)
         return RGBD(rgb, depth, intrinsics, pose)
 
-    def monitor_camera_id(self, room_id: str) -> int:
-        return self.model.camera(f"monitor_{room_id}").id
-
     def laser_scan(self, spec: LaserSpec) -> np.ndarray:
         self._require_loaded()
         d = self.data
@@ -149,6 +143,17 @@ class MujocoBackend(SimulatorBackend):
         dist[(dist < 0) | (dist > spec.range_max)] = np.inf
         dist[dist < spec.range_min] = -np.inf
         return dist
+
+    def line_of_sight(self, origin: np.ndarray, points: np.ndarray) -> np.ndarray:
+        self._require_loaded()
+        pts = np.asarray(points, float).reshape(-1, 3)
+        v = pts - origin
+        dist = np.linalg.norm(v, axis=1)
+        n = len(pts)
+        hit, gid = np.empty(n), np.empty(n, np.int32)
+        mujoco.mj_multiRay(self.model, self.data, np.asarray(origin, float), (v / dist[:, None]).ravel(),
+                           self._static_groups, 1, -1, gid, hit, None, n, float(dist.max()) + 1.0)
+        return (hit < 0) | (hit >= dist - OCCLUSION_TOLERANCE_M)
 
     def link_transforms(self) -> dict[str, Transform]:
         self._require_loaded()

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from affectsim_bridge.humans.body import BodyShape
-from affectsim_bridge.humans.motion import EMOTIONS, Motion
+from affectsim_bridge.humans.motion import Motion
 from affectsim_bridge.humans.skeleton import (
     DOF_HI,
     DOF_LO,
@@ -36,7 +36,8 @@ from affectsim_bridge.humans.skeleton import (
     axis_rotations,
     forward_kinematics,
 )
-from affectsim_ros.core.errors import InvalidInput
+from affectsim_core.errors import InvalidInput
+from affectsim_core.protocol import EMOTIONS
 
 CM = 100.0
 _AXIS_NAME = {0: "X", 1: "Y", 2: "Z"}

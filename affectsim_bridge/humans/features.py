@@ -10,12 +10,12 @@ swing (std of shoulder flexion, rad) and trunk flexion (rad).
 
 from __future__ import annotations
 
-
 import numpy as np
 from scipy.spatial import ConvexHull
 
-from affectsim_bridge.humans.motion import EMOTIONS, Motion
+from affectsim_bridge.humans.motion import Motion
 from affectsim_bridge.humans.skeleton import DOF_INDEX, JOINT_INDEX, POINTS, forward_kinematics
+from affectsim_core.protocol import EMOTIONS
 
 FEATURES = ("speed", "acceleration", "quantity_of_motion", "angular_speed", "contraction", "hand_jerk",
             "head_angle", "hull_volume", "bounce", "arm_swing", "trunk_flex")

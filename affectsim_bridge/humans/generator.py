@@ -161,7 +161,6 @@ REPERTOIRE: dict[str, tuple[str, ...]] = {  # overlapping on purpose: no single 
     "fearful": ("defend", "self_hug", "look_around", "hand_to_face", "shrug"),
     "neutral": ("head_scratch", "small_wave", "arms_crossed", "shrug", "point", "look_around"),
 }
-LEG_DOFS = [i for i, d in enumerate(DOFS) if d.name.startswith(("hip_", "knee_", "ankle_"))]
 
 
 def _gestures(q: np.ndarray, phase: np.ndarray, st: Style, emotion: str, rng: np.random.Generator,

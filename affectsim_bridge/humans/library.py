@@ -31,11 +31,13 @@ from typing import Callable
 
 import numpy as np
 
+from affectsim_bridge.backends.base import HumanPlacement
 from affectsim_bridge.humans.generator import generate
-from affectsim_bridge.humans.motion import EMOTIONS, Motion, load_motion, save_motion
+from affectsim_bridge.humans.motion import Motion, load_motion, save_motion
 from affectsim_bridge.humans.styles import Performer
-from affectsim_ros.core.atomic import staged_dir
-from affectsim_ros.core.errors import InvalidInput
+from affectsim_core.atomic import staged_dir
+from affectsim_core.errors import InvalidInput
+from affectsim_core.protocol import EMOTIONS
 
 LIBRARY_FORMAT = "affectsim-motion-library/1"
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "data" / "motions"
@@ -167,7 +169,6 @@ class Library:
 
     def dyadic_placements(self, sequence: str, x: float, y: float, yaw: float, phase: float = 0.0):
         """(target, partner) :class:`HumanPlacement` of a dyadic sequence anchored at (x, y, yaw) in ``map``."""
-        from affectsim_bridge.backends.base import HumanPlacement
 
         seqs = {d["id"]: d for d in self.manifest.get("dyadic", [])}
         if sequence not in seqs:

@@ -24,10 +24,11 @@ import numpy as np
 
 from affectsim_bridge.humans.body import BodyShape
 from affectsim_bridge.humans.skeleton import DOFS
-from affectsim_ros.core.errors import InvalidInput
+from affectsim_core.errors import InvalidInput
+from affectsim_core.protocol import EMOTIONS
 
-EMOTIONS = ("angry", "fearful", "happy", "neutral", "sad")
-ACTIONS = ("walk", "sit_down", "seated", "knock", "standing", "dyadic")
+SOLO_ACTIONS = ("walk", "sit_down", "seated", "knock", "standing")  # what one performer does
+ACTIONS = (*SOLO_ACTIONS, "dyadic")
 FORMAT = "affectsim-motion/1"
 
 

@@ -15,10 +15,12 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw
 
-from affectsim_bridge.backends.base import CameraIntrinsics, HumanPlacement
+from affectsim_bridge.backends import BACKENDS
+from affectsim_bridge.backends.base import HumanPlacement
 from affectsim_bridge.humans.motion import Motion
 from affectsim_bridge.scene import Scene, parse_scene
-from affectsim_ros.core.geometry import Pose2D, Transform, look_at_rotation
+from affectsim_core.camera import CameraIntrinsics
+from affectsim_core.geometry import Pose2D, Transform, look_at_rotation
 
 STUDIO = {
     "format": "affectsim-scene/1", "id": "studio",
@@ -53,10 +55,9 @@ VIEWS = {"front": 0.0, "side": math.pi / 2, "rear": math.pi}
 def render_views(motion: Motion, times: np.ndarray, distance: float = 3.0, size: tuple[int, int] = (320, 240),
                  backend=None) -> dict[str, list[np.ndarray]]:
     """RGB frames per view at ``times`` (s); views relative to the performer's facing."""
-    from affectsim_bridge.backends import create_backend
 
     own = backend is None
-    b = backend or create_backend("mujoco")
+    b = backend or BACKENDS.create("mujoco")
     place = HumanPlacement("performer", 0.0, 0.0, 0.0, motion=motion)
     b.load(studio_scene(motion), Pose2D(8.0, 8.0, 0.0), (place,))
     k = CameraIntrinsics.from_vfov(size[0], size[1], math.radians(50))

@@ -42,11 +42,6 @@ class Style:
     knock_rate: float = 1.0  # knocks per second factor
     arm_height: float = 1.0  # how high the arm is raised for knocking and gestures
 
-    def blend(self, other: "Style", w: float) -> "Style":
-        """``self`` moved toward ``other`` by ``w`` (0 = self, 1 = other; may exceed 1)."""
-        return Style(**{f.name: getattr(self, f.name) + w * (getattr(other, f.name) - getattr(self, f.name))
-                        for f in fields(Style)})
-
 
 NEUTRAL = Style()
 EMOTION_STYLES: dict[str, Style] = {

@@ -25,9 +25,10 @@ import numpy as np
 
 from affectsim_bridge.humans.generator import ANKLE_H
 from affectsim_bridge.humans.library import Library
-from affectsim_bridge.humans.motion import EMOTIONS, Motion, loop_error
+from affectsim_bridge.humans.motion import Motion, loop_error
 from affectsim_bridge.humans.skeleton import DOF_HI, DOF_LO, DOFS, JOINT_INDEX, POINTS, forward_kinematics
-from affectsim_ros.core.errors import InvalidInput
+from affectsim_core.errors import InvalidInput
+from affectsim_core.protocol import EMOTIONS
 
 SLIDE_MAX = 0.05  # m/s, mean horizontal speed of a planted foot
 
