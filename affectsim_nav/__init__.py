@@ -1,4 +1,12 @@
-"""How the observer moves (discrete executor, reference observer, active baseline, Nav2 adapter).
+"""Level 3: how the observer moves, with non-privileged inputs only (imports ``affectsim_core`` alone).
 
-Empty until the observation-protocols issue; the layout is fixed by DESIGN.md section 1.
+Policies and their registry (:mod:`~affectsim_nav.policy`; the ``baseline`` frontier search,
+:mod:`~affectsim_nav.baseline`), the discrete executor and budgets (:mod:`~affectsim_nav.executor`),
+the grid planner (:mod:`~affectsim_nav.planner`), the active loop shared by the in-process
+evaluation and the nav node (:mod:`~affectsim_nav.active`), the nav node with its ROS world and Nav2
+adapter (:mod:`~affectsim_nav.nav_node`, :mod:`~affectsim_nav.ros_world`, :mod:`~affectsim_nav.nav2_mover`).
+
+Importing the package registers the shipped policies.
 """
+
+from affectsim_nav import baseline  # noqa: F401  (registers the baseline policy)

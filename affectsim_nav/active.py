@@ -1,8 +1,8 @@
 """One active-observation episode (A-Obs), stepped stage by stage.
 
-The same loop runs offline (:class:`~affectsim_nav.runner.OfflineWorld`) and in the nav node
-(:class:`~affectsim_nav.ros_world.RosWorld`), so both give identical trajectories for the same
-episode. Each step: the policy sees the newest observation and decides; after a stable handoff
+The same loop runs in-process (:class:`~affectsim_eval.worlds.SimulatorWorld`, the evaluation's
+world) and in the nav node (:class:`~affectsim_nav.ros_world.RosWorld`), so both give identical
+trajectories for the same episode. Each step: the policy sees the newest observation and decides; after a stable handoff
 the observations are the clip's frames; a ``Decision.goal`` is planned and followed by the built-in
 follower, or handed to a :class:`GoalMover` (Nav2) that moves the robot while the policy keeps
 watching. A policy that raises or returns something else than a :class:`Decision` ends the
@@ -18,15 +18,15 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-from affectsim_bridge.backends.base import Action
-from affectsim_nav.clips import Clip
+from affectsim_core.actions import Action
+from affectsim_core.clips import Clip
+from affectsim_core.observation import EpisodeInfo
+from affectsim_core.protocol import Outcome
+from affectsim_core.timing import NULL, StageTimes
 from affectsim_nav.executor import ActionExecutor, BudgetExhausted, ExecutionLog
 from affectsim_nav.planner import GridPlanner, follow_path
 from affectsim_nav.policy import Decision, Policy
-from affectsim_nav.timing import NULL, StageTimes
-from affectsim_ros.core.observation import EpisodeInfo
 
-OUTCOMES = ("handoff", "budget_exhausted", "policy_error", "cancelled", "aborted")
 UNTIL = ("sighting", "handoff", "clip")
 STUCK_M = 0.05  # m: a FORWARD that moved less made no progress
 
@@ -48,7 +48,7 @@ class ActiveResult:
 
     log: ExecutionLog
     clip: Clip | None
-    outcome: str
+    outcome: Outcome
     message: str = ""
     stages: list[str] = field(default_factory=list)
 
@@ -68,7 +68,7 @@ class ActiveEpisode:
         self.path: list[np.ndarray] | None = None
         self.moving = False  # a GoalMover goal is active
         self._stuck = 0  # consecutive blocked FORWARD moves of the built-in follower
-        self.outcome: str | None = None
+        self.outcome: Outcome | None = None
         self.message = ""
         self.last: Decision | None = None
         self.obs = world.observe(0)
@@ -76,13 +76,13 @@ class ActiveEpisode:
         try:
             policy.reset(info, self.planner)
         except Exception as exc:  # noqa: BLE001 - a user policy's failure ends the episode with a recorded reason
-            self._end("policy_error", f"{type(exc).__name__} in reset: {exc}")
+            self._end(Outcome.POLICY_ERROR, f"{type(exc).__name__} in reset: {exc}")
 
     @property
     def log(self) -> ExecutionLog:
         return self.ex.log
 
-    def _end(self, outcome: str, message: str = "") -> str:
+    def _end(self, outcome: Outcome, message: str = "") -> Outcome:
         self.outcome, self.message = outcome, message
         if self.moving and self.mover is not None:
             self.mover.cancel()
@@ -99,18 +99,18 @@ class ActiveEpisode:
             raise ValueError(f"n_clip={n_clip!r} is invalid; expected at least one frame")
         while self.outcome is None:
             if cancelled():
-                return self._end("cancelled", "goal cancelled")
+                return self._end(Outcome.CANCELLED, "goal cancelled")
             if until == "clip" and self.log.handoff_step is not None and len(self.frames) >= n_clip:
-                return self._end("handoff")
+                return self._end(Outcome.HANDOFF)
             try:
                 with self.timer("policy"):
                     decision = self.policy.act(self.obs)
                 if not isinstance(decision, Decision):
                     raise TypeError(f"act() returned {decision!r}; expected a Decision")
             except BudgetExhausted as exc:
-                return self._end("budget_exhausted", str(exc))
+                return self._end(Outcome.BUDGET_EXHAUSTED, str(exc))
             except Exception as exc:  # noqa: BLE001
-                return self._end("policy_error", f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
+                return self._end(Outcome.POLICY_ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
             self.last = decision
             if decision.handoff and self.log.handoff_step is None:
                 self.ex.mark_handoff()
@@ -124,12 +124,12 @@ class ActiveEpisode:
                 self.poses.append(np.array(self.obs.camera_pose))
                 if until == "clip" and len(self.frames) >= n_clip:
                     self.stages.append(decision.stage)
-                    return self._end("handoff")
+                    return self._end(Outcome.HANDOFF)
             self.stages.append(decision.stage)
             try:
                 self._execute(decision)
             except BudgetExhausted as exc:
-                return self._end("budget_exhausted", str(exc))
+                return self._end(Outcome.BUDGET_EXHAUSTED, str(exc))
             if on_step is not None:
                 on_step(self)
             if until == "sighting" and decision.sighting is not None:
@@ -190,8 +190,8 @@ class ActiveEpisode:
 
     def result(self) -> ActiveResult:
         clip = (Clip("a_obs", np.array(self.times), self.frames, np.array(self.poses).reshape(-1, 4, 4))
-                if self.outcome == "handoff" else None)
-        return ActiveResult(self.log, clip, self.outcome or "aborted", self.message, self.stages)
+                if self.outcome == Outcome.HANDOFF else None)
+        return ActiveResult(self.log, clip, self.outcome or Outcome.ABORTED, self.message, self.stages)
 
 
 def run_active(world, info: EpisodeInfo, policy: Policy, n_clip: int, max_actions: int = 480,

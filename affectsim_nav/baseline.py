@@ -26,13 +26,12 @@ import math
 import numpy as np
 from scipy import ndimage
 
-from affectsim_bridge.backends.base import Action
+from affectsim_core.actions import Action
+from affectsim_core.observation import EpisodeInfo, Observation
+from affectsim_core.person_tracking import Person, PersonDetector, clothing_distance, detect_people
 from affectsim_nav.executor import heading_to
 from affectsim_nav.planner import GridPlanner
 from affectsim_nav.policy import POLICIES, Decision, Policy, Sighting
-from affectsim_perception.person_model import BlazePose
-from affectsim_perception.person_tracking import Person, clothing_distance, detect_people
-from affectsim_ros.core.observation import EpisodeInfo, Observation
 
 SENSE_RANGE = 5.0  # m, how far the explored-area model trusts a depth ray
 HANDOFF_STEPS = 3
@@ -40,7 +39,6 @@ MIN_KEYPOINTS = 8
 HANDOFF_RANGE = (0.8, 5.0)  # m
 CONSISTENT_M = 1.0
 CENTRE_TOL = math.radians(10.0)
-APPROACH_BEYOND = 4.0  # m: before the handoff, move closer to a person farther than this
 FOLLOW_MAX = 3.2  # m
 CLOTHING_MAX = 0.6  # clothing_distance above which a person is not the described target
 MIN_FRONTIER = 6  # cells
@@ -53,9 +51,10 @@ class FrontierSearchPolicy(Policy):
     """Frontier search, stable handoff and a following controller; see the module docstring."""
 
     name = "baseline"
+    uses_detector = True
 
-    def __init__(self, detector: BlazePose | None = None) -> None:
-        self.detector = detector or BlazePose()
+    def __init__(self, detector: PersonDetector) -> None:
+        self.detector = detector
 
     def reset(self, info: EpisodeInfo, planner: GridPlanner) -> None:
         self.info, self.planner = info, planner

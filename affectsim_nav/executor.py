@@ -14,11 +14,10 @@ from typing import Protocol
 
 import numpy as np
 
-from affectsim_bridge.backends.base import Action, MoveResult
-from affectsim_ros.core.observation import Observation
-
-MAX_ACTIONS = 480
-MAX_PLANNER_CALLS = 80
+from affectsim_core.actions import Action, MoveResult
+from affectsim_core.observation import Observation
+from affectsim_core.protocol import MAX_ACTIONS, MAX_PLANNER_CALLS
+from affectsim_core.record import Diagnostics
 
 
 class BudgetExhausted(Exception):
@@ -47,14 +46,13 @@ class ExecutionLog:
     path_before_handoff: float | None = None  # m
     budget_exhausted: bool = False
 
-    def diagnostics(self) -> dict:
+    def diagnostics(self) -> Diagnostics:
         """Per-episode inputs to the paper's Table 6."""
-        return {"handoff": self.handoff_step is not None, "handoff_step": self.handoff_step,
-                "path_length": self.path_length,
-                "path_before_handoff": self.path_length if self.path_before_handoff is None else self.path_before_handoff,
-                "budget_exhausted": self.budget_exhausted, "actions": len(self.actions),
-                "planner_calls": self.planner_calls, "attempted_translations": self.attempted_translations,
-                "clipped_translations": self.clipped_translations}
+        return Diagnostics(
+            handoff=self.handoff_step is not None, handoff_step=self.handoff_step, path_length=self.path_length,
+            path_before_handoff=self.path_length if self.path_before_handoff is None else self.path_before_handoff,
+            budget_exhausted=self.budget_exhausted, actions=len(self.actions), planner_calls=self.planner_calls,
+            attempted_translations=self.attempted_translations, clipped_translations=self.clipped_translations)
 
 
 class ActionExecutor:
@@ -70,14 +68,6 @@ class ActionExecutor:
 
     def start(self, pose: tuple[float, float, float]) -> None:
         self.log.trajectory.append((0.0, *map(float, pose)))
-
-    @property
-    def actions_left(self) -> int:
-        return self.max_actions - self._budget_actions
-
-    @property
-    def planner_calls_left(self) -> int:
-        return self.max_planner_calls - self.log.planner_calls
 
     def step(self, action: Action | int) -> MoveResult:
         """Apply one action; raises :class:`BudgetExhausted` (without acting) once the budget is spent."""

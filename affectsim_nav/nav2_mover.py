@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 import threading
 
+from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
 from rclpy.node import Node
 
-from affectsim_ros.core.errors import MissingDependency
+from affectsim_core.errors import MissingDependency
 
 
 class Nav2Mover:
@@ -56,8 +57,6 @@ class Nav2Mover:
         self._handle.get_result_async().add_done_callback(self._on_result)
 
     def _on_result(self, fut) -> None:
-        from action_msgs.msg import GoalStatus
-
         self._result = fut.result().status == GoalStatus.STATUS_SUCCEEDED
         self._done.set()
 

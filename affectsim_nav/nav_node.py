@@ -12,8 +12,10 @@ Feedback after every step: stage, actions and planner calls used, path length, l
 One goal runs at a time: a new goal preempts the running one (which ends ``aborted``), a cancel
 ends it ``cancelled``; bad goals and failures end the goal with the reason and the node keeps
 serving. With ``use_nav2`` a policy's point-to-point goals go to Nav2's ``NavigateToPose``.
-The policy runs the same core as the offline runner (:mod:`affectsim_nav.active`), so both
-give identical trajectories for the same episode.
+The policy runs the same core as the in-process evaluation (:mod:`affectsim_nav.active`), so both
+give identical trajectories for the same episode. Policies that need a person detector get one of
+:data:`~affectsim_core.person_tracking.DETECTORS` (parameter ``detector``; the executable in
+:mod:`affectsim_ros.nodes` registers the perception package's). Parameters: :data:`PARAMS`.
 """
 
 from __future__ import annotations
@@ -21,44 +23,45 @@ from __future__ import annotations
 import math
 import threading
 
-from affectsim_interfaces.action import AcquireObservation, FollowPerson, Handoff, SearchPerson
+from geometry_msgs.msg import Point
+from geometry_msgs.msg import Pose2D as Pose2DMsg
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
-import affectsim_nav.baseline  # noqa: F401  (registers the baseline policy)
+from affectsim_core.clips import sample_indices
+from affectsim_core.errors import AffectSimError, InvalidInput
+from affectsim_core.person_tracking import DETECTORS
+from affectsim_core.protocol import MAX_ACTIONS, MAX_PLANNER_CALLS, Outcome
+from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.conversions import diagnostics_to_msg, image_msg, matrix_pose_msg, to_time
+from affectsim_core.ros.params import Param, declare_params
+from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES
+from affectsim_interfaces.action import AcquireObservation, FollowPerson, Handoff, SearchPerson
 from affectsim_nav.active import ActiveEpisode, sighting_feedback
-from affectsim_nav.clips import sample_indices
-from affectsim_nav.executor import MAX_ACTIONS, MAX_PLANNER_CALLS
-from affectsim_nav.policy import POLICIES, Policy
+from affectsim_nav.nav2_mover import Nav2Mover
+from affectsim_nav.policy import POLICIES, Policy, create_policy
 from affectsim_nav.ros_world import TOPICS, RosWorld
-from affectsim_ros.ros.node_main import run_node
-from affectsim_ros.core.errors import AffectSimError, InvalidInput
-from affectsim_ros.ros.bridge_client import BridgeClient
-from affectsim_ros.ros.conversions import image_msg, matrix_pose_msg, to_time
 
-PARAMS: dict[str, tuple[object, str]] = {
-    "policy": ("baseline", "default active-observation policy (registered name)"),
-    "use_nav2": (False, "hand a policy's point-to-point goals to Nav2's NavigateToPose"),
-    "nav2_action": ("navigate_to_pose", "Nav2 NavigateToPose action name"),
-    "timeout_s": (30.0, "seconds any wait for the bridge (service answer, frame, TF) may take"),
-}
+MAX_GOAL_COUNT = 100_000  # upper bound of a goal's max_actions / max_planner_calls
+
+PARAMS: tuple[Param, ...] = (
+    Param("policy", "baseline", "default active-observation policy (registered name)", choices=POLICIES.names),
+    Param("detector", "blazepose", "person detector of the policies that need one (registered name)",
+          choices=DETECTORS.names),
+    Param("use_nav2", False, "hand a policy's point-to-point goals to Nav2's NavigateToPose"),
+    Param("nav2_action", "navigate_to_pose", "Nav2 NavigateToPose action name", check=bool, expected="an action name"),
+    Param("timeout_s", 30.0, "seconds any wait for the bridge (service answer, frame, TF) may take", bounds=(1.0, 600.0)),
+)
 
 
 class NavNode(Node):
     def __init__(self) -> None:
         super().__init__("nav")
-        for name, (default, desc) in PARAMS.items():
-            self.declare_parameter(name, default)
-        self.p = {name: self.get_parameter(name).value for name in PARAMS}
-        if self.p["policy"] not in POLICIES:
-            raise InvalidInput("parameter policy", self.p["policy"], f"one of {POLICIES.names()}", where="nav")
-        if not (isinstance(self.p["timeout_s"], (int, float)) and 1.0 <= self.p["timeout_s"] <= 600.0):
-            raise InvalidInput("parameter timeout_s", self.p["timeout_s"], "seconds in [1, 600]", where="nav")
+        self.p = declare_params(self, PARAMS)
         self.io = BridgeClient("nav_io", topics=TOPICS)
         self.mover = None
         if self.p["use_nav2"]:
-            from affectsim_nav.nav2_mover import Nav2Mover
 
             self.mover = Nav2Mover(self, self.p["nav2_action"], float(self.p["timeout_s"]))
         self._policies: dict[str, Policy] = {}
@@ -71,7 +74,7 @@ class NavNode(Node):
         for typ, name, run in ((AcquireObservation, "acquire_observation", self._acquire),
                                (SearchPerson, "search_person", self._search),
                                (Handoff, "handoff", self._handoff), (FollowPerson, "follow_person", self._follow)):
-            ActionServer(self, typ, f"/affectsim/{name}", execute_callback=self._execute(typ, run),
+            ActionServer(self, typ, SERVICES[name], execute_callback=self._execute(typ, run),
                          goal_callback=lambda _g: GoalResponse.ACCEPT, cancel_callback=lambda _g: CancelResponse.ACCEPT,
                          handle_accepted_callback=self._accepted, callback_group=group)
         self.get_logger().info(f"nav ready: policy={self.p['policy']} use_nav2={self.p['use_nav2']}")
@@ -89,21 +92,21 @@ class NavNode(Node):
                 if self._active is not handle or not idle:
                     handle.abort()
                     why = "preempted by a newer goal" if idle else "the previous goal did not stop within timeout_s"
-                    return self._result(typ, "aborted", f"{why} before it started")
+                    return self._result(typ, Outcome.ABORTED, f"{why} before it started")
                 self._idle.clear()
             try:
                 outcome, message, fields = run(handle)
             except (AffectSimError, ValueError, KeyError, TimeoutError, RuntimeError) as exc:
-                outcome, message, fields = "aborted", f"{type(exc).__name__}: {exc}", {}
+                outcome, message, fields = Outcome.ABORTED, f"{type(exc).__name__}: {exc}", {}
                 self.get_logger().error(f"{typ.__name__} failed: {message}")
             finally:
                 self._idle.set()
-            if outcome == "cancelled" and handle.is_cancel_requested:
+            if outcome == Outcome.CANCELLED and handle.is_cancel_requested:
                 handle.canceled()
-            elif outcome == "cancelled":  # stopped because a newer goal arrived
-                outcome, message = "aborted", "preempted by a newer goal"
+            elif outcome == Outcome.CANCELLED:  # stopped because a newer goal arrived
+                outcome, message = Outcome.ABORTED, "preempted by a newer goal"
                 handle.abort()
-            elif outcome in ("aborted", "policy_error"):
+            elif outcome in (Outcome.ABORTED, Outcome.POLICY_ERROR):
                 handle.abort()
             else:
                 handle.succeed()
@@ -144,14 +147,15 @@ class NavNode(Node):
         if name not in POLICIES:
             raise InvalidInput("policy", name, f"one of {POLICIES.names()}", where="nav")
         if name not in self._policies:
-            self._policies[name] = POLICIES.create(name)
+            self._policies[name] = create_policy(name, lambda: DETECTORS.create(self.p["detector"]))
         return self._policies[name]
 
     def _start(self, goal) -> ActiveEpisode:
         """A new episode from the bridge's current state and the goal's non-privileged fields."""
         for field in ("max_actions", "max_planner_calls"):
-            if getattr(goal, field) > 100000:
-                raise InvalidInput(field, getattr(goal, field), "a count <= 100000 (0 = protocol default)", where="nav")
+            if getattr(goal, field) > MAX_GOAL_COUNT:
+                raise InvalidInput(field, getattr(goal, field), f"a count <= {MAX_GOAL_COUNT} (0 = protocol default)",
+                                   where="nav")
         world = RosWorld(self.io, float(self.p["timeout_s"]))
         info = world.episode_info(goal.episode_id, goal.target_description)
         self.episode = ActiveEpisode(world, info, self._policy(goal.policy), goal.max_actions or MAX_ACTIONS,
@@ -159,25 +163,18 @@ class NavNode(Node):
         return self.episode
 
     def _diagnostics(self, ep: ActiveEpisode) -> dict:
-        from geometry_msgs.msg import Pose2D as Pose2DMsg
-
-        d = ep.log.diagnostics()
-        return {"handoff_step": -1 if d["handoff_step"] is None else d["handoff_step"],
-                "path_length": d["path_length"], "path_before_handoff": d["path_before_handoff"],
-                "budget_exhausted": d["budget_exhausted"], "actions": d["actions"],
-                "planner_calls": d["planner_calls"], "attempted_translations": d["attempted_translations"],
-                "clipped_translations": d["clipped_translations"],
+        return {**diagnostics_to_msg(ep.log.diagnostics()),
                 "trajectory": [Pose2DMsg(x=x, y=y, theta=th) for _, x, y, th in ep.log.trajectory],
                 "clip_stamps": [to_time(t) for t in ep.times], **self._clip(ep)}
 
     @staticmethod
     def _clip(ep: ActiveEpisode) -> dict:
         """The acquired clip's recognizer input (8 sampled 224x224 frames) and their camera poses."""
-        clip = ep.result().clip if ep.outcome == "handoff" else None
+        clip = ep.result().clip if ep.outcome == Outcome.HANDOFF else None
         if clip is None or not clip.frames:
             return {}
         idx = sample_indices(len(clip.frames))
-        return {"clip_frames": [image_msg(f, "rgb8", "head_camera_rgb_optical_frame", to_time(t))
+        return {"clip_frames": [image_msg(f, "rgb8", OPTICAL_FRAME, to_time(t))
                                 for f, t in zip(clip.sampled(), clip.times[idx])],
                 "clip_camera_poses": [matrix_pose_msg(clip.camera_poses[i]) for i in idx]}
 
@@ -198,8 +195,6 @@ class NavNode(Node):
         fields = {"actions": len(ep.log.actions), "planner_calls": ep.log.planner_calls, "path_length": ep.log.path_length,
                   "person_distance": dist if seen else math.nan}
         if seen:
-            from geometry_msgs.msg import Point
-
             fields["person"] = Point(x=xy[0], y=xy[1])
         return ("found" if out == "reached" else out), ep.message, fields
 
@@ -213,7 +208,7 @@ class NavNode(Node):
         ep = self._continuing()
         out = ep.run("handoff", 0, lambda: self._stopped(handle), self._feedback(Handoff, handle))
         step = ep.log.handoff_step
-        return ("handoff" if out == "reached" else out), ep.message, {
+        return (Outcome.HANDOFF if out == "reached" else out), ep.message, {
             "handoff_step": -1 if step is None else step, "actions": len(ep.log.actions), "path_length": ep.log.path_length}
 
     def _follow(self, handle):
@@ -226,15 +221,9 @@ class NavNode(Node):
         return out, ep.message, {"clip_stamps": [to_time(t) for t in ep.times], "path_length": ep.log.path_length}
 
     def destroy_node(self) -> None:
-        for p in self._policies.values():
+        for p in getattr(self, "_policies", {}).values():  # absent when __init__ failed on a bad parameter
             p.close()
-        self.io.close()
+        if getattr(self, "io", None) is not None:
+            self.io.close()
         super().destroy_node()
 
-
-def main(args: list[str] | None = None) -> None:
-    run_node(NavNode, "nav", args, threads=4)
-
-
-if __name__ == "__main__":
-    main()

@@ -17,10 +17,11 @@ from scipy import ndimage
 from scipy.sparse import csr_matrix, diags
 from scipy.sparse.csgraph import dijkstra
 
-from affectsim_bridge.backends.base import Action, TURN_RAD
+from affectsim_core.actions import Action
+from affectsim_core.observation import EpisodeInfo
+from affectsim_core.protocol import TURN_RAD
+from affectsim_core.timing import NULL, StageTimes
 from affectsim_nav.executor import heading_to
-from affectsim_nav.timing import NULL, StageTimes
-from affectsim_ros.core.observation import EpisodeInfo
 
 PLAN_RES = 0.05  # m per planning cell (the map resolution: narrower gaps than 0.1 m cells would close)
 

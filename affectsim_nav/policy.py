@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
+from typing import Callable
 
-from affectsim_bridge.backends.base import Action
-from affectsim_ros.core.observation import EpisodeInfo, Observation
+from affectsim_core.actions import Action
+from affectsim_core.errors import InvalidInput
+from affectsim_core.observation import EpisodeInfo, Observation
+from affectsim_core.person_tracking import PersonDetector
+from affectsim_core.registry import Registry
 from affectsim_nav.planner import GridPlanner
-from affectsim_ros.core.registry import Registry
 
 STAGES = ("search", "handoff", "follow", "navigate")
 
@@ -72,6 +75,9 @@ class Policy(abc.ABC):
     """Base class of active-observation policies (one instance may run many episodes, one at a time)."""
 
     name = "policy"
+    #: True when the policy needs a frozen person detector: :func:`create_policy` passes one as
+    #: ``detector`` to the constructor (policies are created by the application, which owns the models).
+    uses_detector = False
 
     @abc.abstractmethod
     def reset(self, info: EpisodeInfo, planner: GridPlanner) -> None:
@@ -89,6 +95,17 @@ class Policy(abc.ABC):
 
 
 POLICIES: Registry[Policy] = Registry("policy")
+
+
+def create_policy(name: str, detector: Callable[[], PersonDetector] | None = None) -> Policy:
+    """The policy registered as ``name``; one that :attr:`~Policy.uses_detector` gets ``detector()``
+    (a factory, so a policy without one never loads a model). Unknown names raise ``KeyError``."""
+    cls = POLICIES.get(name)
+    if getattr(cls, "uses_detector", False):
+        if detector is None:
+            raise InvalidInput("detector", None, f"a person detector factory for policy {name!r}")
+        return cls(detector=detector())
+    return cls()
 
 
 @POLICIES.register("stay")

@@ -15,15 +15,15 @@ from typing import Callable
 
 import numpy as np
 
-from affectsim_bridge.backends.base import Action, MoveResult
-from affectsim_ros.core.geometry import Pose2D
-from affectsim_ros.core.observation import EpisodeInfo, Observation
-from affectsim_ros.ros import tf_tree
-from affectsim_ros.ros.bridge_client import BridgeClient
-from affectsim_ros.ros.conversions import from_time, image_to_array
+from affectsim_core.actions import Action, MoveResult
+from affectsim_core.geometry import Pose2D
+from affectsim_core.observation import EpisodeInfo, Observation
+from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.conversions import from_time
+from affectsim_core.ros.sensors import observation_from_msgs
+from affectsim_core.ros.topics import SERVICES
 
 TOPICS = ("rgb", "depth", "rgb_info", "tf", "tf_static", "map")
-OPTICAL = "head_camera_rgb_optical_frame"
 
 
 class RosWorld:
@@ -38,7 +38,7 @@ class RosWorld:
     def apply(self, action: Action) -> MoveResult:
         res = self.client.apply(int(action), self.timeout)
         if not res.success:
-            raise RuntimeError(f"/affectsim/apply_action refused {Action(action).name}: {res.message}")
+            raise RuntimeError(f"{SERVICES['apply_action']} refused {Action(action).name}: {res.message}")
         self.stamp = from_time(res.stamp)
         p = res.pose
         return MoveResult(Pose2D(p.x, p.y, p.theta), bool(res.clipped), float(res.distance_moved), self.stamp)
@@ -52,15 +52,7 @@ class RosWorld:
         info = c.wait_for("rgb_info", match, self.timeout)
         dyn = c.wait_for("tf", lambda m: bool(m.transforms) and abs(from_time(m.transforms[0].header.stamp) - t) < 1e-6,
                          self.timeout)
-        tree = tf_tree.edges(c.wait_for("tf_static", timeout=self.timeout), dyn)
-        cam = tf_tree.lookup(tree, "map", OPTICAL)
-        base = tf_tree.lookup(tree, "map", "base_link")
-        yaw = math.atan2(base.rotation[1, 0], base.rotation[0, 0])
-        m = np.eye(4)
-        m[:3, :3], m[:3, 3] = cam.rotation, cam.translation
-        k = info.k
-        return Observation.make(image_to_array(rgb), image_to_array(depth), (k[0], k[4], k[2], k[5]), m,
-                                (base.translation[0], base.translation[1], yaw), t, step)
+        return observation_from_msgs(rgb, depth, info, c.wait_for("tf_static", timeout=self.timeout), dyn, step)
 
     def wait_moved(self, prev: Observation, ex, stop: Callable[[], bool]) -> Observation | None:
         """External motion (Nav2): the next frame at least one 0.25 s step after ``prev``, recorded as one

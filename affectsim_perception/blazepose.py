@@ -32,7 +32,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from affectsim_ros.core.errors import MissingDependency
+from affectsim_core.errors import MissingDependency
 
 DETECTOR_SIZE = 224  # px, detector input side
 LANDMARK_SIZE = 256  # px, landmark model input side
@@ -68,7 +68,7 @@ class Landmarks:
 def model_dir() -> Path:
     """Folder holding mediapipe's bundled ``pose_detection`` and ``pose_landmark`` modules."""
     try:
-        import mediapipe
+        import mediapipe  # only for the location of its bundled models
     except ImportError as exc:
         raise MissingDependency("BlazePose", "mediapipe==0.10.14", "run `make setup`") from exc
     return Path(mediapipe.__file__).parent / "modules"
@@ -94,7 +94,7 @@ def ssd_anchors() -> np.ndarray:
 def prune_outputs(path: Path, keep: tuple[str, ...]) -> bytes:
     """The TFLite model at ``path`` with only the outputs named ``keep`` and the operators they
     depend on."""
-    from ai_edge_litert.tools import flatbuffer_utils
+    from ai_edge_litert.tools import flatbuffer_utils  # flatbuffer tooling, only to prune a model once
 
     model = flatbuffer_utils.read_model(str(path))
     graph = model.subgraphs[0]

@@ -1,16 +1,16 @@
 """The perception node: person detections from the camera stream, and a recognize action.
 
-- subscribes ``/head_camera/rgb/image_raw`` (+ registered depth and camera_info) and publishes
+- subscribes ``/head_camera/rgb/image_raw`` (+ registered depth, camera_info and TF) and publishes
   ``/affectsim/person_detections`` (``affectsim_interfaces/PersonDetections``: box, 33 keypoints,
-  position in the optical frame from depth) at most ``detect_rate_hz`` (sim or wall time of the
-  image stamps);
+  the person's floor position in ``map`` located from depth by the same code as the policies,
+  :func:`affectsim_core.person_tracking.locate`) at most ``detect_rate_hz`` (image time);
 - serves ``/affectsim/recognize`` (``affectsim_interfaces/Recognize``): 8 rgb8 224x224 frames in,
   the prediction of every configured recognizer (parameter ``recognizers``) out, with the
   inference time; a bad clip is rejected with the reason, a failing recognizer gives an
   ``error`` outcome, and the node keeps serving.
 
-Recognizers run the same code as offline (``RECOGNIZERS``), so a clip gives identical
-predictions through ROS and in-process.
+Recognizers run the same code as in-process (``RECOGNIZERS``), so a clip gives identical
+predictions through ROS and in-process. Parameters: :data:`PARAMS`.
 """
 
 from __future__ import annotations
@@ -20,55 +20,61 @@ import threading
 import time
 
 import numpy as np
-from affectsim_interfaces.action import Recognize
-from affectsim_interfaces.msg import PersonDetection, PersonDetections, RecognizerPrediction
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
+from tf2_msgs.msg import TFMessage
 
-from affectsim_perception.person_model import BlazePose
-from affectsim_perception.recognizers import RECOGNIZERS, ClipInput, Prediction, Recognizer
-from affectsim_ros.ros.node_main import run_node
-from affectsim_ros.core.errors import AffectSimError, InvalidInput
-from affectsim_ros.ros.conversions import from_time, image_to_array
+from affectsim_core.errors import AffectSimError, InvalidInput
+from affectsim_core.person_tracking import DETECTORS, locate
+from affectsim_core.ros.conversions import from_time, image_to_array
+from affectsim_core.ros.params import Param, declare_params
+from affectsim_core.ros.sensors import observation_from_msgs
+from affectsim_core.ros.topics import SERVICES, TOPICS
+from affectsim_interfaces.action import Recognize
+from affectsim_interfaces.msg import PersonDetection, PersonDetections, RecognizerPrediction
+from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS, ClipInput, Prediction, Recognizer
 
-PARAMS: dict[str, tuple[object, str]] = {
-    "recognizers": (["pose-temporal", "rgb-clip", "committee", "majority", "uniform"], "recognizers to run (registered names)"),
-    "detect_rate_hz": (4.0, "maximum person-detection rate on the camera stream (image time); 0 = off"),
-}
+PARAMS: tuple[Param, ...] = (
+    Param("recognizers", list(DEFAULT_RECOGNIZERS), "recognizers to run (registered names)",
+          choices=RECOGNIZERS.names),
+    Param("detector", "blazepose", "person detector of the detections topic (registered name)",
+          choices=DETECTORS.names),
+    Param("detect_rate_hz", 4.0, "maximum person-detection rate on the camera stream (image time); 0 = off",
+          bounds=(0.0, 60.0)),
+)
+TF_KEEP = 50  # /tf messages kept to locate detections at their image's stamp
 
 
 class PerceptionNode(Node):
     def __init__(self) -> None:
         super().__init__("perception")
-        for name, (default, _desc) in PARAMS.items():
-            self.declare_parameter(name, default)
-        names = list(self.get_parameter("recognizers").value)
-        for n in names:
-            if n not in RECOGNIZERS:
-                raise InvalidInput("parameter recognizers", n, f"names from {RECOGNIZERS.names()}", where="perception")
-        self.rate = float(self.get_parameter("detect_rate_hz").value)
-        if not (math.isfinite(self.rate) and 0 <= self.rate <= 60):
-            raise InvalidInput("parameter detect_rate_hz", self.rate, "a rate in [0, 60] Hz", where="perception")
+        p = declare_params(self, PARAMS)
+        names = list(p["recognizers"])
+        self.rate = float(p["detect_rate_hz"])
         self.recognizers: dict[str, Recognizer] = {n: RECOGNIZERS.create(n) for n in names}
-        self.detector = BlazePose()
+        self.detector = DETECTORS.create(p["detector"])
         self._lock = threading.Lock()  # the TFLite interpreters are not re-entrant
         self._last_t = -math.inf
         self._pending: dict[float, dict[str, Image]] = {}
         self._info: CameraInfo | None = None
-        self.pub = self.create_publisher(PersonDetections, "/affectsim/person_detections", 10)
+        self._tf_static: TFMessage | None = None
+        self._tf: dict[float, TFMessage] = {}
+        self.pub = self.create_publisher(PersonDetections, TOPICS["person_detections"], 10)
         qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         cam = MutuallyExclusiveCallbackGroup()
         if self.rate > 0:
-            self.create_subscription(Image, "/head_camera/rgb/image_raw", lambda m: self._pair("rgb", m), qos,
+            self.create_subscription(Image, TOPICS["rgb"], lambda m: self._pair("rgb", m), qos, callback_group=cam)
+            self.create_subscription(Image, TOPICS["depth"], lambda m: self._pair("depth", m), qos, callback_group=cam)
+            self.create_subscription(CameraInfo, TOPICS["rgb_info"], lambda m: setattr(self, "_info", m), qos,
                                      callback_group=cam)
-            self.create_subscription(Image, "/head_camera/depth_registered/image_raw", lambda m: self._pair("depth", m),
-                                     qos, callback_group=cam)
-            self.create_subscription(CameraInfo, "/head_camera/rgb/camera_info",
-                                     lambda m: setattr(self, "_info", m), qos, callback_group=cam)
-        ActionServer(self, Recognize, "/affectsim/recognize", execute_callback=self._recognize,
+            self.create_subscription(TFMessage, TOPICS["tf"], self._on_tf, QoSProfile(depth=100), callback_group=cam)
+            self.create_subscription(TFMessage, TOPICS["tf_static"], lambda m: setattr(self, "_tf_static", m), latched,
+                                     callback_group=cam)
+        ActionServer(self, Recognize, SERVICES["recognize"], execute_callback=self._recognize,
                      goal_callback=lambda _g: GoalResponse.ACCEPT, cancel_callback=lambda _g: CancelResponse.ACCEPT,
                      callback_group=ReentrantCallbackGroup())
         self.get_logger().info(f"perception ready: recognizers={names} detect_rate_hz={self.rate}")
@@ -85,6 +91,17 @@ class PerceptionNode(Node):
         while len(self._pending) > 4:
             self._pending.pop(min(self._pending))
 
+    def _on_tf(self, msg: TFMessage) -> None:
+        if msg.transforms:
+            self._tf[from_time(msg.transforms[0].header.stamp)] = msg
+            while len(self._tf) > TF_KEEP:
+                self._tf.pop(min(self._tf))
+
+    def _tf_at(self, t: float) -> TFMessage | None:
+        """The newest /tf message stamped at or before ``t`` (sim: the one of the same stamp)."""
+        older = [s for s in self._tf if s <= t + 1e-6]
+        return self._tf[max(older)] if older else None
+
     def _on_image(self, msg: Image, depth: Image) -> None:
         t = from_time(msg.header.stamp)
         if t - self._last_t < 1.0 / self.rate - 1e-9 and t >= self._last_t:
@@ -98,17 +115,23 @@ class PerceptionNode(Node):
             p = PersonDetection(x0=det.box[0], y0=det.box[1], x1=det.box[2], y1=det.box[3],
                                 keypoints=np.concatenate([det.keypoints, det.visibility[:, None]], 1).ravel().tolist())
             p.position.x = p.position.y = p.position.z = math.nan
-            info = self._info
-            if info is not None:
-                d = image_to_array(depth)
-                torso = det.keypoints[[11, 12, 23, 24]].mean(0)
-                u, v = int(np.clip(torso[0], 0, d.shape[1] - 1)), int(np.clip(torso[1], 0, d.shape[0] - 1))
-                z = float(d[v, u])
-                if math.isfinite(z):
-                    k = info.k
-                    p.position.x, p.position.y, p.position.z = (u - k[2]) / k[0] * z, (v - k[5]) / k[4] * z, z
+            person = self._locate(det, msg, depth)
+            if person is not None:
+                p.position.x, p.position.y, p.position.z = person.xy[0], person.xy[1], 0.0
             out.people.append(p)
         self.pub.publish(out)
+
+    def _locate(self, det, rgb: Image, depth: Image):
+        """The detection located in ``map`` as a policy would (None without camera info, TF or depth)."""
+        tf = self._tf_at(from_time(rgb.header.stamp))
+        if self._info is None or self._tf_static is None or tf is None:
+            return None
+        try:
+            obs = observation_from_msgs(rgb, depth, self._info, self._tf_static, tf, 0)
+        except (LookupError, ValueError) as exc:
+            self.get_logger().warning(f"person not located: {exc}", throttle_duration_sec=5.0)
+            return None
+        return locate(det, obs)
 
     # ------------------------------------------------------------------ recognition
     def _recognize(self, handle):
@@ -147,15 +170,8 @@ class PerceptionNode(Node):
         return res
 
     def destroy_node(self) -> None:
-        for r in self.recognizers.values():
+        for r in getattr(self, "recognizers", {}).values():  # absent when __init__ failed on a bad parameter
             r.close()
-        self.detector.close()
+        if getattr(self, "detector", None) is not None:
+            self.detector.close()
         super().destroy_node()
-
-
-def main(args: list[str] | None = None) -> None:
-    run_node(PerceptionNode, "perception", args, threads=3)
-
-
-if __name__ == "__main__":
-    main()

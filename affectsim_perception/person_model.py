@@ -1,6 +1,5 @@
 """Frozen person models from ``mediapipe==0.10.14``, offline: BlazePose (detection, box and 33
-landmarks with visibility; its TFLite models run by :mod:`affectsim_perception.blazepose`) and
-person segmentation (a mask).
+landmarks with visibility; its TFLite models run by :mod:`affectsim_perception.blazepose`).
 
 Only the ``full`` landmark model ships inside the wheel (``lite`` and ``heavy`` would be
 downloaded at run time, which this project never does). Frames are RGB uint8 (H, W, 3); image outputs are in pixels of that image, world
@@ -13,28 +12,18 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import OrderedDict
-from dataclasses import dataclass
 
 import numpy as np
 
+from affectsim_core.errors import InvalidInput
+from affectsim_core.person_tracking import DETECTORS, PersonDetection
 from affectsim_perception.blazepose import PoseGraph, roi_from_points
-from affectsim_ros.core.errors import InvalidInput, MissingDependency
 
 os.environ.setdefault("GLOG_minloglevel", "2")  # mediapipe's C++ start-up chatter
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
-@dataclass(frozen=True)
-class PersonDetection:
-    """``keypoints`` (33, 2) pixels, ``visibility`` (33,) in [0, 1], ``box`` (x0, y0, x1, y1) pixels,
-    ``world`` (33, 3) metres around the hip centre."""
-
-    keypoints: np.ndarray
-    visibility: np.ndarray
-    box: tuple[float, float, float, float]
-    world: np.ndarray
-
-
+@DETECTORS.register("blazepose")
 class BlazePose:
     """Single-person pose (:mod:`affectsim_perception.blazepose`). ``video=False``: every image on
     its own, the detector runs on each (results do not depend on order). ``video=True``: the person
@@ -82,26 +71,6 @@ class BlazePose:
 
     def close(self) -> None:
         """Nothing to release (kept for callers that close their detectors)."""
-
-
-class PersonSegmenter:
-    """Person segmentation (mediapipe's bundled selfie-segmentation model, general variant)."""
-
-    def __init__(self) -> None:
-        try:
-            import mediapipe as mp
-        except ImportError as exc:
-            raise MissingDependency("PersonSegmenter", "mediapipe==0.10.14", "run `make setup`") from exc
-        self._seg = mp.solutions.selfie_segmentation.SelfieSegmentation(model_selection=0)
-
-    def segment(self, rgb: np.ndarray) -> np.ndarray:
-        """(H, W) float32 person probability in [0, 1] for an (H, W, 3) uint8 RGB frame."""
-        if rgb.dtype != np.uint8 or rgb.ndim != 3 or rgb.shape[2] != 3:
-            raise ValueError(f"image shape/dtype {rgb.shape}/{rgb.dtype} is invalid; expected (H, W, 3) uint8 RGB")
-        return np.asarray(self._seg.process(np.ascontiguousarray(rgb)).segmentation_mask, np.float32)
-
-    def close(self) -> None:
-        self._seg.close()
 
 
 POSE_COLUMNS = ("x", "y", "visibility", "wx", "wy", "wz")

@@ -17,13 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from affectsim_ros.core.errors import InvalidInput
-from affectsim_ros.core.registry import Registry
+from affectsim_core.errors import InvalidInput
+from affectsim_core.protocol import CLIP_FRAMES, CLIP_SIZE, EMOTIONS
+from affectsim_core.registry import Registry
 
-EMOTIONS = ("angry", "fearful", "happy", "neutral", "sad")
-CLIP_FRAMES = 8
-CLIP_SIZE = 224
-OUTCOMES = ("ok", "unparseable", "error")
 CHECKPOINT_DIR = Path(__file__).resolve().parents[1] / "checkpoints"
 
 
@@ -88,7 +85,7 @@ def single_threaded_blas():
     products are small; OpenBLAS's worker threads would otherwise keep spinning after each one and
     take the cores from the BlazePose interpreters that run next (committee: 170 -> 100 ms per clip)."""
     if not _BLAS:
-        from threadpoolctl import ThreadpoolController
+        from threadpoolctl import ThreadpoolController  # inspects the loaded BLAS libraries: once, on first use
 
         _BLAS.append(ThreadpoolController())
     return _BLAS[0].limit(limits=1, user_api="blas")

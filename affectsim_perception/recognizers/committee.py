@@ -9,17 +9,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from affectsim_perception.person_model import clip_pose
+from affectsim_perception.person_model import BlazePose, clip_pose
 from affectsim_perception.recognizers.base import RECOGNIZERS, ClipInput, Prediction, Recognizer, load_checkpoint
-from affectsim_perception.recognizers.rgb_clip import small_frames
+from affectsim_perception.recognizers.pose_temporal import PoseTemporal
+from affectsim_perception.recognizers.rgb_clip import RgbClip, small_frames
 
 MEMBERS = ("pose-temporal", "rgb-clip")
 
 
 def load_members(detector=None) -> tuple[Recognizer, Recognizer]:
     """The member recognizers (sharing ``detector``; without one, poses must be given)."""
-    from affectsim_perception.recognizers.pose_temporal import PoseTemporal
-    from affectsim_perception.recognizers.rgb_clip import RgbClip
 
     return PoseTemporal(detector=detector or _NoDetector()), RgbClip()
 
@@ -49,7 +48,6 @@ class Committee(Recognizer):
             raise ValueError(f"checkpoint {checkpoint!r} has members {ck.manifest.get('members')}; expected {MEMBERS}")
         self.weights = ck.arrays["weights"]
         if detector is None:
-            from affectsim_perception.person_model import BlazePose
 
             detector = BlazePose(video=True)
         self.detector = detector

@@ -27,9 +27,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from affectsim_perception.person_model import clip_pose
-from affectsim_perception.recognizers.base import (RECOGNIZERS, ClipInput, Prediction, Recognizer, load_checkpoint,
-                                                   single_threaded_blas)
+from affectsim_perception.person_model import BlazePose, clip_pose
+from affectsim_perception.recognizers.base import (
+    RECOGNIZERS,
+    ClipInput,
+    Prediction,
+    Recognizer,
+    load_checkpoint,
+    single_threaded_blas,
+)
 
 POINTS = (0, 11, 12, 13, 14, 15, 16, 19, 20, 23, 24, 25, 26, 27, 28, 31, 32)
 FRAMES = 8
@@ -229,7 +235,6 @@ class PoseTemporal(Recognizer):
             raise ValueError(f"checkpoint {checkpoint!r} expects {n_in} features without the temporal network's layers;"
                              f" this code computes {N_FEATURES} (retrain: affectsim train pose-temporal)")
         if detector is None:
-            from affectsim_perception.person_model import BlazePose
 
             detector = BlazePose(video=True)
         self.detector = detector

@@ -11,8 +11,8 @@ import zlib
 
 import numpy as np
 
-from affectsim_perception.recognizers.base import EMOTIONS, RECOGNIZERS, ClipInput, Prediction, Recognizer, \
-    load_checkpoint
+from affectsim_core.protocol import EMOTIONS
+from affectsim_perception.recognizers.base import RECOGNIZERS, ClipInput, Prediction, Recognizer, load_checkpoint
 
 
 @RECOGNIZERS.register("majority")

@@ -12,8 +12,14 @@ from __future__ import annotations
 import numpy as np
 from PIL import Image
 
-from affectsim_perception.recognizers.base import (RECOGNIZERS, ClipInput, Prediction, Recognizer, load_checkpoint,
-                                                   single_threaded_blas)
+from affectsim_perception.recognizers.base import (
+    RECOGNIZERS,
+    ClipInput,
+    Prediction,
+    Recognizer,
+    load_checkpoint,
+    single_threaded_blas,
+)
 from affectsim_perception.recognizers.pose_temporal import softmax
 
 SIZE = 64

@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from affectsim_perception.recognizers.base import EMOTIONS, RECOGNIZERS, ClipInput, Prediction, Recognizer
-from affectsim_ros.core.errors import InvalidInput
+from affectsim_core.errors import InvalidInput
+from affectsim_core.protocol import EMOTIONS
+from affectsim_perception.recognizers.base import RECOGNIZERS, ClipInput, Prediction, Recognizer
 
 PROMPT = ("These 8 frames, in time order, show one person. Which emotion does their body language express? "
           "Answer with exactly one word from: angry, fearful, happy, neutral, sad.")
