@@ -7,19 +7,11 @@ class: it adds a false negative to the true class and a false positive to none.
 Scores are fractions in [0, 1] (the paper prints percentages: multiply by 100). Lengths are
 metres in the ``map`` frame.
 
-Paired episode record, the input of every metric class in :data:`METRICS`::
-
-    {"episode_id": "test_ag_000000",
-     "family": "action_grounded",
-     "label": "happy",                                  # ground truth
-     "predictions": {recognizer: {setting: label or None}},   # settings: p_init, p_ref, p_mon, a_obs
-     "a_obs": {"path_length": 12.5,                     # translation executed by A-Obs (m)
-               "fallback": False,                       # A-Obs fell back to the P-Init clip
-               "diagnostics": {...}},                   # keys of affectsim_ros.bench_nav.table6
-     "d_star": {"1": 3.2, "3": 0.0, "5": None}}         # d*(r) in m; None: region empty/unreachable
-
-Every record holds the same recognizers and, per recognizer, the same settings, so that the
-settings are compared on the same episodes (paired). The recognizer name ``"group"`` is reserved.
+The input of every metric class in :data:`METRICS` is a sequence of paired
+:class:`~affectsim_core.record.EpisodeRecord`: the label, every recognizer's prediction per setting,
+the A-Obs path length and diagnostics, and d*(r). Every record holds the same recognizers and, per
+recognizer, the same settings, so that the settings are compared on the same episodes (paired). The
+recognizer name ``"group"`` is reserved.
 """
 
 from __future__ import annotations
@@ -31,14 +23,15 @@ from typing import Any
 import numpy as np
 
 from affectsim_bridge.navigable import NavigableSpace
-from affectsim_perception.recognizers.base import EMOTIONS
-from affectsim_ros.bench_nav import table6
-from affectsim_ros.core.errors import InvalidInput
-from affectsim_ros.core.registry import Registry
+from affectsim_core.errors import InvalidInput
+from affectsim_core.protocol import EMOTIONS, ESPL_RADII
+from affectsim_core.record import Diagnostics, EpisodeRecord
+from affectsim_core.registry import Registry
 
-SETTINGS = ("p_init", "p_ref", "p_mon", "a_obs")
-RADII = (1, 3, 5)  # E-SPL radii (m)
 GROUP = "group"  # reserved key: the result over recognizer means
+#: The paper's Table 6 (its baseline's acquisition diagnostics), percentages and metres.
+TABLE6_PAPER = {"handoff_pct": 47.73, "mean_path_m": 23.23, "path_before_handoff_pct": 97.4,
+                "budget_exhausted_pct": 52.27, "clipped_pct": 14.10}
 NO_PREDICTION = -1
 
 
@@ -246,31 +239,40 @@ def d_star(nav: NavigableSpace, start_xy: Sequence[float], anchor_xy: Sequence[f
 
 
 # ---------------------------------------------------------------------------------------------- records
-def _recognizers(records: Sequence[Mapping]) -> dict[str, tuple[str, ...]]:
+def table6(diagnostics: Sequence[Diagnostics]) -> dict[str, float]:
+    """The paper's acquisition diagnostics over episodes (percentages and metres; path before the
+    handoff and clipped moves pooled over all episodes)."""
+    n = max(1, len(diagnostics))
+    path = sum(d.path_length for d in diagnostics)
+    return {"handoff_pct": 100 * sum(d.handoff for d in diagnostics) / n,
+            "mean_path_m": path / n,
+            "path_before_handoff_pct": 100 * sum(d.path_before_handoff for d in diagnostics) / path if path else math.nan,
+            "budget_exhausted_pct": 100 * sum(d.budget_exhausted for d in diagnostics) / n,
+            "clipped_pct": 100 * sum(d.clipped_translations for d in diagnostics)
+            / max(1, sum(d.attempted_translations for d in diagnostics))}
+
+
+def _recognizers(records: Sequence[EpisodeRecord]) -> dict[str, tuple[str, ...]]:
     """Recognizer -> settings, checked identical across the records (paired episodes)."""
     if not records:
         raise InvalidInput("records", list(records), "at least one paired episode record")
-    first = records[0].get("predictions")
-    if not isinstance(first, Mapping) or not first:
-        raise InvalidInput("predictions", first, "{recognizer: {setting: label}}",
-                           where=str(records[0].get("episode_id")))
-    layout = {rec: tuple(sorted(s)) for rec, s in first.items()}
-    for rec, settings in layout.items():
-        if rec == GROUP:
-            raise InvalidInput("recognizer", rec, f"a name other than the reserved {GROUP!r}")
-        for s in settings:
-            if s not in SETTINGS:
-                raise InvalidInput("setting", s, f"one of {SETTINGS}", where=str(records[0].get("episode_id")))
+    layout = {rec: tuple(sorted(s)) for rec, s in records[0].predictions.items()}
+    if GROUP in layout:
+        raise InvalidInput("recognizer", GROUP, f"a name other than the reserved {GROUP!r}")
     for r in records[1:]:
-        got = {rec: tuple(sorted(s)) for rec, s in r.get("predictions", {}).items()}
+        got = {rec: tuple(sorted(s)) for rec, s in r.predictions.items()}
         if got != layout:
             raise InvalidInput("predictions", got, f"the same recognizers and settings in every record ({layout})",
-                               where=str(r.get("episode_id")))
+                               where=r.episode_id)
     return layout
 
 
-def _column(records: Sequence[Mapping], rec: str, setting: str) -> list:
-    return [r["predictions"][rec][setting] for r in records]
+def _column(records: Sequence[EpisodeRecord], rec: str, setting: str) -> list:
+    return [r.predictions[rec][setting] for r in records]
+
+
+def _labels(records: Sequence[EpisodeRecord]) -> list[str]:
+    return [r.label for r in records]
 
 
 def _need(layout: dict[str, tuple[str, ...]], rec: str, settings: Sequence[str], metric: str) -> None:
@@ -285,7 +287,7 @@ class Metric:
     id: str = ""
     description: str = ""
 
-    def compute(self, records: Sequence[Mapping]) -> dict:
+    def compute(self, records: Sequence[EpisodeRecord]) -> dict:
         raise NotImplementedError
 
 
@@ -297,8 +299,8 @@ class MacroF1(Metric):
     id = "macro_f1"
     description = "Macro-F1 over the five emotions (fraction), per recognizer and setting."
 
-    def compute(self, records: Sequence[Mapping]) -> dict[str, dict[str, float]]:
-        labels = [r["label"] for r in records]
+    def compute(self, records: Sequence[EpisodeRecord]) -> dict[str, dict[str, float]]:
+        labels = _labels(records)
         return {rec: {s: macro_f1(labels, _column(records, rec, s)) for s in settings}
                 for rec, settings in _recognizers(records).items()}
 
@@ -308,15 +310,15 @@ class PerClassRecall(Metric):
     id = "per_class_recall"
     description = "Recall per emotion (fraction; nan without true samples), per recognizer and setting."
 
-    def compute(self, records: Sequence[Mapping]) -> dict[str, dict[str, dict[str, float]]]:
-        labels = [r["label"] for r in records]
+    def compute(self, records: Sequence[EpisodeRecord]) -> dict[str, dict[str, dict[str, float]]]:
+        labels = _labels(records)
         return {rec: {s: per_class_recall(labels, _column(records, rec, s)) for s in settings}
                 for rec, settings in _recognizers(records).items()}
 
 
-def _f1_rows(records: Sequence[Mapping], metric: str, settings: Sequence[str]) -> dict[str, dict[str, float]]:
+def _f1_rows(records: Sequence[EpisodeRecord], metric: str, settings: Sequence[str]) -> dict[str, dict[str, float]]:
     layout = _recognizers(records)
-    labels = [r["label"] for r in records]
+    labels = _labels(records)
     for rec in layout:
         _need(layout, rec, settings, metric)
     return {rec: {s: macro_f1(labels, _column(records, rec, s)) for s in settings} for rec in layout}
@@ -327,7 +329,7 @@ class ActiveGain(Metric):
     id = "active_gain"
     description = "Macro-F1(A-Obs) - Macro-F1(P-Init) per recognizer, and of the recognizer means."
 
-    def compute(self, records: Sequence[Mapping]) -> dict[str, float]:
+    def compute(self, records: Sequence[EpisodeRecord]) -> dict[str, float]:
         rows = _f1_rows(records, self.id, ("p_init", "a_obs"))
         out = {rec: active_gain(m["a_obs"], m["p_init"]) for rec, m in rows.items()}
         out[GROUP] = float(np.mean(list(out.values())))  # mean of differences = difference of means
@@ -339,7 +341,7 @@ class OGR(Metric):
     id = "ogr"
     description = "Observation-gap recovery of Macro-F1 per recognizer (None unless P-Ref > P-Init), and of the means."
 
-    def compute(self, records: Sequence[Mapping]) -> dict[str, float | None]:
+    def compute(self, records: Sequence[EpisodeRecord]) -> dict[str, float | None]:
         rows = _f1_rows(records, self.id, ("p_init", "p_ref", "a_obs"))
         out = {rec: ogr(m["p_init"], m["p_ref"], m["a_obs"]) for rec, m in rows.items()}
         out[GROUP] = group_ogr(rows.values())
@@ -351,9 +353,9 @@ class RecoveryRate(Metric):
     id = "recovery_rate"
     description = "Share of P-Init errors that A-Obs gets right, per recognizer (None without P-Init errors)."
 
-    def compute(self, records: Sequence[Mapping]) -> dict[str, float | None]:
+    def compute(self, records: Sequence[EpisodeRecord]) -> dict[str, float | None]:
         layout = _recognizers(records)
-        labels = [r["label"] for r in records]
+        labels = _labels(records)
         for rec in layout:
             _need(layout, rec, ("p_init", "a_obs"), self.id)
         return {rec: recovery_rate(labels, _column(records, rec, "p_init"), _column(records, rec, "a_obs"))
@@ -365,42 +367,30 @@ class ESPL(Metric):
 
     radius: int = 0
 
-    def compute(self, records: Sequence[Mapping]) -> dict[str, dict[str, float | int | None]]:
+    def compute(self, records: Sequence[EpisodeRecord]) -> dict[str, dict[str, float | int | None]]:
         layout = _recognizers(records)
         key = str(self.radius)
         lengths, stars = [], []
         for r in records:
-            if key not in r.get("d_star", {}):
-                raise InvalidInput(f"d_star[{key!r}]", r.get("d_star"), "d* for every E-SPL radius (m or None)",
-                                   where=str(r.get("episode_id")))
-            lengths.append(float(r["a_obs"]["path_length"]))
-            stars.append(r["d_star"][key])
+            if key not in r.d_star:
+                raise InvalidInput(f"d_star[{key!r}]", r.d_star, "d* for every E-SPL radius (m or None)",
+                                   where=r.episode_id)
+            lengths.append(float(r.a_obs.path_length))
+            stars.append(r.d_star[key])
         out = {}
         for rec in layout:
             _need(layout, rec, ("a_obs",), self.id)
-            correct = [_index(p, "a_obs prediction", True) == _index(r["label"], "label", False)
+            correct = [_index(p, "a_obs prediction", True) == _index(r.label, "label", False)
                        for p, r in zip(_column(records, rec, "a_obs"), records)]
             value, n = e_spl(correct, lengths, stars)
             out[rec] = {"value": value, "n_valid": n}
         return out
 
 
-@METRICS.register("e_spl@1")
-class ESPL1(ESPL):
-    id, radius = "e_spl@1", 1
-    description = "Emotion-aware SPL with the target region at 1 +- 0.1 m from the person."
-
-
-@METRICS.register("e_spl@3")
-class ESPL3(ESPL):
-    id, radius = "e_spl@3", 3
-    description = "Emotion-aware SPL with the target region at 3 +- 0.1 m from the person."
-
-
-@METRICS.register("e_spl@5")
-class ESPL5(ESPL):
-    id, radius = "e_spl@5", 5
-    description = "Emotion-aware SPL with the target region at 5 +- 0.1 m from the person."
+for _radius in ESPL_RADII:  # one registered metric per E-SPL radius of the protocol
+    METRICS.register(f"e_spl@{_radius}")(type(f"ESPL{_radius}", (ESPL,), {
+        "id": f"e_spl@{_radius}", "radius": _radius,
+        "description": f"Emotion-aware SPL with the target region at {_radius} +- 0.1 m from the person."}))
 
 
 @METRICS.register("table6")
@@ -408,12 +398,12 @@ class Table6(Metric):
     id = "table6"
     description = "A-Obs acquisition diagnostics of the paper's Table 6 (percentages and metres)."
 
-    def compute(self, records: Sequence[Mapping]) -> dict[str, float]:
+    def compute(self, records: Sequence[EpisodeRecord]) -> dict[str, float]:
         if not records:
             raise InvalidInput("records", list(records), "at least one paired episode record")
-        return table6([{"diagnostics": r["a_obs"]["diagnostics"]} for r in records])
+        return table6([r.a_obs.diagnostics for r in records])
 
 
-def compute_all(records: Sequence[Mapping], ids: Iterable[str] | None = None) -> dict[str, dict]:
+def compute_all(records: Sequence[EpisodeRecord], ids: Iterable[str] | None = None) -> dict[str, dict]:
     """{metric id: result} for ``ids`` (default: every registered metric)."""
     return {i: METRICS.create(i).compute(records) for i in (METRICS.names() if ids is None else ids)}

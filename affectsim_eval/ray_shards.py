@@ -1,6 +1,6 @@
 """Episodes sharded over a Ray cluster (``affectsim eval --ray ADDRESS``).
 
-Each Ray actor is one :class:`~affectsim_eval.runner.EpisodeWorker` (backend, policy and
+Each Ray actor is one worker (:class:`~affectsim_eval.runner.EpisodeWorker`) (backend, policy and
 recognizers, one CPU); the driver hands the next pending episode to whichever actor is free and
 writes every returned record into the run's store itself (one writer, so the store and its
 resume logic are the same as for a local run, and workers need no shared disk). A record does
@@ -17,7 +17,8 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterator
 
-from affectsim_ros.core.errors import InvalidInput, MissingDependency
+from affectsim_core.episode import Episode
+from affectsim_core.errors import InvalidInput, MissingDependency
 
 LOOPBACK = "127.0.0.1"
 
@@ -32,7 +33,7 @@ def _start(address: str, workers: int):
     if address == "local":
         os.environ.update(LOCAL_ENV)  # before ray is imported: it reads them at import
     try:
-        import ray
+        import ray  # optional at run time: only --ray runs need it
     except ImportError as exc:
         raise MissingDependency("eval --ray", "ray", "run `make setup`") from exc
     if address == "local":
@@ -45,17 +46,16 @@ def _start(address: str, workers: int):
     return ray
 
 
-def ray_map(todo: list[dict], cfg: dict, data: str, workers: int, address: str,
-            log: Callable[[str], None] = print) -> Iterator[dict]:
-    """Results of ``todo`` (episode dicts) in completion order, computed by Ray actors (``data``: the
-    motions/scenes directory as seen from the workers)."""
+def ray_map(worker: type, todo: list[Episode], cfg: dict, data: str, workers: int, address: str,
+            log: Callable[[str], None] = print) -> Iterator:
+    """Results of ``todo`` in completion order, computed by Ray actors of class ``worker`` (constructed
+    as ``worker(cfg, data)``, with a ``run(episode)`` method; ``data``: the motions/scenes directory as
+    seen from the workers)."""
     if not todo:
         return
     ray = _start(address, workers)
     try:
-        from affectsim_eval.runner import EpisodeWorker
-
-        actor_cls = ray.remote(num_cpus=1)(EpisodeWorker)
+        actor_cls = ray.remote(num_cpus=1)(worker)
         n = max(1, min(len(todo), workers if address == "local" else int(ray.available_resources().get("CPU", 1))))
         actors = [actor_cls.remote(cfg, data) for _ in range(n)]
         log(f"[eval] Ray: {n} actor(s) on {address}")

@@ -13,26 +13,34 @@ run leaves no half-written recording under its final name.
 
 from __future__ import annotations
 
+import importlib
 import shutil
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-from affectsim_ros.core.errors import MissingDependency
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.serialization import serialize_message
 
-TOPICS = {"/head_camera/rgb/image_raw": "sensor_msgs/msg/Image", "/odom": "nav_msgs/msg/Odometry",
-          "/affectsim/person_detections": "affectsim_interfaces/msg/PersonDetections"}
+from affectsim_core.errors import MissingDependency
+from affectsim_core.ros.topics import TOPICS as NAMES
+
+try:
+    from rosbags.rosbag2 import StoragePlugin, Writer
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+except ImportError as exc:  # recording is optional; this module is imported only to record
+    raise MissingDependency("recording", "rosbags", "run `make setup`") from exc
+
+TOPICS = {NAMES["rgb"]: "sensor_msgs/msg/Image", NAMES["odom"]: "nav_msgs/msg/Odometry",
+          NAMES["person_detections"]: "affectsim_interfaces/msg/PersonDetections"}
 CLIP_TOPIC = "/affectsim/acquired_clip"
 _MSG_DIR = Path(__file__).resolve().parents[1] / "affectsim_interfaces" / "msg"
 
 
 def typestore():
     """rosbags type store of ROS 2 Kilted plus the project's detection messages."""
-    try:
-        from rosbags.typesys import Stores, get_typestore, get_types_from_msg
-    except ImportError as exc:
-        raise MissingDependency("recording", "rosbags", "run `make setup`") from exc
     store = get_typestore(Stores.ROS2_KILTED)
     types = {}
     for name in ("PersonDetection", "PersonDetections"):
@@ -46,9 +54,6 @@ class EpisodeRecorder:
     one episode."""
 
     def __init__(self, node, out_dir: Path) -> None:
-        from rclpy.callback_groups import ReentrantCallbackGroup
-        from rclpy.qos import QoSProfile, ReliabilityPolicy
-
         self.out_dir = Path(out_dir)
         self.store = typestore()
         self._lock = threading.Lock()
@@ -67,8 +72,6 @@ class EpisodeRecorder:
                 self._writer.write(self._conns[topic], time.time_ns(), data)
 
     def start(self, episode_id: str) -> None:
-        from rosbags.rosbag2 import StoragePlugin, Writer
-
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._tmp = Path(tempfile.mkdtemp(dir=self.out_dir, prefix=f".{episode_id}-"))
         writer = Writer(self._tmp / "bag", version=9, storage_plugin=StoragePlugin.MCAP)
@@ -80,8 +83,6 @@ class EpisodeRecorder:
 
     def finish(self, clip_messages: list) -> Path:
         """Write the acquired clip (sensor_msgs/Image messages), close and move the bag into place."""
-        from rclpy.serialization import serialize_message
-
         with self._lock:
             writer, self._writer = self._writer, None
         for msg in clip_messages:
@@ -105,7 +106,5 @@ class EpisodeRecorder:
 
 
 def _msg_class(typ: str):
-    import importlib
-
     pkg, _, name = typ.split("/")
     return getattr(importlib.import_module(f"{pkg}.msg"), name)

@@ -14,19 +14,23 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
+from matplotlib.figure import Figure  # no pyplot: no global state, no display
+from PIL import Image
 
-from affectsim_eval.metrics import EMOTIONS, compute_all, group_ogr, ogr
-from affectsim_eval.runner import DATA_DIR
+from affectsim_bridge.navigable import NavigableSpace
+from affectsim_bridge.scene import load_scene
+from affectsim_core.atomic import staged_dir
+from affectsim_core.errors import InvalidInput
+from affectsim_core.protocol import EMOTIONS, ESPL_RADII, SETTINGS
+from affectsim_core.record import EpisodeRecord
+from affectsim_eval.config import DATA_DIR
+from affectsim_eval.metrics import TABLE6_PAPER, compute_all, group_ogr, ogr
 from affectsim_eval.store import ResultsStore
-from affectsim_ros.bench_nav import TABLE6
-from affectsim_ros.core.atomic import staged_dir
-from affectsim_ros.core.errors import InvalidInput
 
 REFERENCES = ("majority", "uniform")
-SETTINGS = ("p_init", "p_ref", "p_mon", "a_obs")
 NAMES = {"p_init": "P-Init", "p_ref": "P-Ref", "p_mon": "P-Mon", "a_obs": "A-Obs"}
 PAPER = {"open-source": {"p_init": 9.89, "p_ref": 15.56, "a_obs": 11.70, "ogr": 32.0},
          "closed-source": {"p_init": 22.61, "p_ref": 30.78, "a_obs": 24.26, "ogr": 20.1}}
@@ -43,26 +47,26 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(out)
 
 
-def summarize(records: Sequence[Mapping]) -> dict:
+def summarize(records: Sequence[EpisodeRecord]) -> dict:
     """Every number of the report (fractions), from ok records."""
     if not records:
         raise InvalidInput("records", 0, "at least one finished episode (run `affectsim eval` first)")
-    names = sorted(records[0]["predictions"])
+    names = records[0].recognizers
     models = [n for n in names if n not in REFERENCES]
     m = compute_all(records)
     f1 = m["macro_f1"]
     group = {s: float(np.mean([f1[n][s] for n in models])) for s in SETTINGS} if models else {}
-    new = [r for r in records if not r["a_obs"]["fallback"]]
-    fams = sorted({r["family"] for r in records})
+    new = [r for r in records if not r.a_obs.fallback]
+    fams = sorted({r.family for r in records})
     return {
         "n": len(records), "recognizers": names, "models": models, "macro_f1": f1, "group": group,
         "ogr": {n: ogr(f1[n]["p_init"], f1[n]["p_ref"], f1[n]["a_obs"]) for n in names},
         "group_ogr": group_ogr([f1[n] for n in models]) if models else None,
         "new_obs": {"n": len(new), "macro_f1": compute_all(new, ["macro_f1"])["macro_f1"] if new else None},
-        "recovery": m["recovery_rate"], "e_spl": {r: m[f"e_spl@{r}"] for r in (1, 3, 5)},
+        "recovery": m["recovery_rate"], "e_spl": {r: m[f"e_spl@{r}"] for r in ESPL_RADII},
         "table6": m["table6"], "recall": m["per_class_recall"],
-        "family": {f: {"n": sum(r["family"] == f for r in records),
-                       "macro_f1": compute_all([r for r in records if r["family"] == f], ["macro_f1"])["macro_f1"]}
+        "family": {f: {"n": sum(r.family == f for r in records),
+                       "macro_f1": compute_all([r for r in records if r.family == f], ["macro_f1"])["macro_f1"]}
                    for f in fams},
     }
 
@@ -120,21 +124,21 @@ def render(s: dict, meta: dict, failures: list[tuple[str, str]], figures: dict[s
                      _pct(nf["p_init"]) if nf else "–", _pct(nf["a_obs"]) if nf else "–"])
     lines += [_table(["recognizer", "all: P-Init", "all: A-Obs", "new: P-Init", "new: A-Obs"], rows), ""]
     lines += ["## Table 5: Recovery Rate and E-SPL@r", ""]
-    rows = [[n, _pct(s["recovery"][n])] + [_pct(s["e_spl"][r][n]["value"]) for r in (1, 3, 5)] for n in names]
-    valid = [s["e_spl"][r][names[0]]["n_valid"] for r in (1, 3, 5)]
+    rows = [[n, _pct(s["recovery"][n])] + [_pct(s["e_spl"][r][n]["value"]) for r in ESPL_RADII] for n in names]
+    valid = [s["e_spl"][r][names[0]]["n_valid"] for r in ESPL_RADII]
     lines += [_table(["recognizer", "Recovery Rate", "E-SPL@1", "E-SPL@3", "E-SPL@5"], rows), "",
               f"Valid episodes per radius (non-empty, reachable target region): 1 m {valid[0]}, 3 m {valid[1]}, "
               f"5 m {valid[2]} of {s['n']}.", ""]
     t6 = s["table6"]
     lines += ["## Table 6: acquisition diagnostics", "",
               _table(["diagnostic", "here", "paper"],
-                     [["stable handoff (% episodes)", f"{t6['handoff_pct']:.1f}", f"{TABLE6['handoff_pct']:.2f}"],
-                      ["mean path (m / episode)", f"{t6['mean_path_m']:.2f}", f"{TABLE6['mean_path_m']:.2f}"],
+                     [["stable handoff (% episodes)", f"{t6['handoff_pct']:.1f}", f"{TABLE6_PAPER['handoff_pct']:.2f}"],
+                      ["mean path (m / episode)", f"{t6['mean_path_m']:.2f}", f"{TABLE6_PAPER['mean_path_m']:.2f}"],
                       ["path before handoff (% of locomotion)", f"{t6['path_before_handoff_pct']:.1f}",
-                       f"{TABLE6['path_before_handoff_pct']:.1f}"],
+                       f"{TABLE6_PAPER['path_before_handoff_pct']:.1f}"],
                       ["budget exhaustion (% episodes)", f"{t6['budget_exhausted_pct']:.1f}",
-                       f"{TABLE6['budget_exhausted_pct']:.2f}"],
-                      ["clipped moves (% of translations)", f"{t6['clipped_pct']:.1f}", f"{TABLE6['clipped_pct']:.2f}"]]),
+                       f"{TABLE6_PAPER['budget_exhausted_pct']:.2f}"],
+                      ["clipped moves (% of translations)", f"{t6['clipped_pct']:.1f}", f"{TABLE6_PAPER['clipped_pct']:.2f}"]]),
               ""]
     lines += ["## Per-class recall (Fig. 5a/b)", ""]
     rows = [[n, NAMES[x]] + [_pct(s["recall"][n][x][e]) for e in EMOTIONS] for n in names for x in ("p_init", "p_ref", "a_obs")]
@@ -151,13 +155,10 @@ def render(s: dict, meta: dict, failures: list[tuple[str, str]], figures: dict[s
 
 
 def _paired_figure(s: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
     names = s["recognizers"]
-    fig, ax = plt.subplots(figsize=(1.6 + 1.3 * len(names), 3.4))
+    fig = Figure(figsize=(1.6 + 1.3 * len(names), 3.4))
+    ax = fig.subplots()
     w = 0.2
     for k, x in enumerate(SETTINGS):
         ax.bar(np.arange(len(names)) + (k - 1.5) * w, [100 * s["macro_f1"][n][x] for n in names], w, label=NAMES[x])
@@ -167,45 +168,34 @@ def _paired_figure(s: dict, path: Path) -> None:
     ax.legend(ncol=4, fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
-def _maps_figure(records: Sequence[Mapping], run: Path, path: Path, scenes_dir: Path) -> bool:
+def _maps_figure(records: Sequence[EpisodeRecord], run: Path, path: Path, scenes_dir: Path) -> bool:
     """Top-down maps (navigable space, trajectory, start, target) beside the P-Init | A-Obs frames of
     up to :data:`MAPS` episodes with a stable handoff (the longest paths first)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from PIL import Image
-
-    from affectsim_bridge.navigable import NavigableSpace
-    from affectsim_bridge.scene import load_scene
-
-    pick = [r for r in records if not r["a_obs"]["fallback"] and (run / "frames" / f"{r['episode_id']}.jpg").is_file()]
-    pick = sorted(pick, key=lambda r: (-r["a_obs"]["path_length"], r["episode_id"]))[:MAPS]
+    pick = [r for r in records if not r.a_obs.fallback and (run / "frames" / f"{r.episode_id}.jpg").is_file()]
+    pick = sorted(pick, key=lambda r: (-r.a_obs.path_length, r.episode_id))[:MAPS]
     if not pick:
         return False
-    fig, axes = plt.subplots(len(pick), 2, figsize=(8, 3.2 * len(pick)), squeeze=False,
-                             gridspec_kw={"width_ratios": [1, 1.6]})
+    fig = Figure(figsize=(8, 3.2 * len(pick)))
+    axes = fig.subplots(len(pick), 2, squeeze=False, gridspec_kw={"width_ratios": [1, 1.6]})
     for (a_map, a_img), r in zip(axes, pick):
-        nav = NavigableSpace(load_scene(r["scene_id"], scenes_dir))
+        nav = NavigableSpace(load_scene(r.scene_id, scenes_dir))
         grid, (x0, y0) = nav.occupancy_grid(0.05)
         h, w = grid.shape
         a_map.imshow(grid, origin="lower", cmap="Greys", extent=(x0, x0 + 0.05 * w, y0, y0 + 0.05 * h))
-        t = np.array(r["a_obs"]["trajectory"])
+        t = np.array(r.a_obs.trajectory)
         a_map.plot(t[:, 0], t[:, 1], "-", color="tab:blue", lw=1.2)
-        a_map.plot(*r["start"][:2], "o", color="tab:green", ms=5, label="start")
-        a_map.plot(*r["anchor"], "*", color="tab:red", ms=9, label="target")
-        a_map.set_title(f"{r['episode_id']}: {r['a_obs']['path_length']:.1f} m", fontsize=8)
+        a_map.plot(*r.start[:2], "o", color="tab:green", ms=5, label="start")
+        a_map.plot(*r.anchor, "*", color="tab:red", ms=9, label="target")
+        a_map.set_title(f"{r.episode_id}: {r.a_obs.path_length:.1f} m", fontsize=8)
         a_map.set_xticks([]), a_map.set_yticks([])
-        a_img.imshow(Image.open(run / "frames" / f"{r['episode_id']}.jpg"))
-        a_img.set_title(f"P-Init | A-Obs ({r['label']})", fontsize=8)
+        a_img.imshow(Image.open(run / "frames" / f"{r.episode_id}.jpg"))
+        a_img.set_title(f"P-Init | A-Obs ({r.label})", fontsize=8)
         a_img.axis("off")
     axes[0][0].legend(fontsize=7, loc="lower right")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
-    plt.close(fig)
     return True
 
 
@@ -217,7 +207,8 @@ def write_report(run: Path) -> Path:
     if not db.is_file():
         raise InvalidInput("run", str(run), "a run directory with results.sqlite (from `affectsim eval`)")
     with ResultsStore.open(db) as store:
-        records, failures, meta = store.records("ok"), store.failures(), store.meta()
+        records = [EpisodeRecord.from_dict(r, str(db)) for r in store.records("ok")]
+        failures, meta = store.failures(), store.meta()
     s = summarize(records)
     with staged_dir(run / "figures", ".figures-") as tmp:
         figures = {}

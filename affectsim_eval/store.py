@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
 
-from affectsim_ros.core.errors import InvalidInput
+from affectsim_core.errors import InvalidInput
 
 SCHEMA_VERSION = 1
 APP = "affectsim-results"

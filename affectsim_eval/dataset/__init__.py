@@ -1,0 +1,1 @@
+"""The episode dataset: schema and storage, composer, splits and build."""

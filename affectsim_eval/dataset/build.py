@@ -1,0 +1,218 @@
+"""``affectsim dataset build``: compose every split at the paper's scale (PROTOCOL.md section 4).
+
+Splits are group-disjoint: action-grounded by performer (AG01-08 train, AG09-10 val,
+AG11-12 test), observation-controlled by source performance (669 / 84 / 84 clips),
+dyadic by interaction sequence (34 / 7 / 7). Episode counts per split and family follow
+Table 2, distributed round-robin over each split's clips (observation-controlled episodes
+cycle through the four challenges). Every episode has its own seed, so results do not
+depend on how work is shared between processes. An episode that cannot be composed in its
+scene is retried in other scenes; candidates that fail are counted by reason in the build
+report. Scenes are processed in parallel (one process per core).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import zlib
+from collections import Counter
+from dataclasses import replace
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
+from affectsim_bridge.humans.library import Library
+from affectsim_bridge.scene import load_scene
+from affectsim_bridge.scene_generator import SCENES_DIR
+from affectsim_core.atomic import staged_dir
+from affectsim_core.episode import Episode, EpisodeHuman
+from affectsim_core.geometry import quat_from_yaw
+from affectsim_core.protocol import CHALLENGES, SPLITS
+from affectsim_eval.dataset.composer import SceneContext, describe, place_target, robot_start
+from affectsim_eval.dataset.episodes import DATASET_DIR, write_split
+
+TARGETS = {  # Table 2 of the paper
+    "train": {"action_grounded": 11999, "observation_controlled": 6643, "dyadic": 1020},
+    "val": {"action_grounded": 3003, "observation_controlled": 831, "dyadic": 210},
+    "test": {"action_grounded": 2899, "observation_controlled": 832, "dyadic": 210},
+}
+AG_SPLIT = {**{f"AG{i:02d}": "train" for i in range(1, 9)}, "AG09": "val", "AG10": "val", "AG11": "test", "AG12": "test"}
+FAMILY_CODE = {"action_grounded": "ag", "observation_controlled": "oc", "dyadic": "dy"}
+RETRIES = 6
+
+
+def split_groups(lib: Library, seed: int) -> dict[str, dict[str, list]]:
+    """Clips (or dyadic sequences) of each split and family."""
+    rng = np.random.default_rng([seed, 99])
+    out = {s: {} for s in SPLITS}
+    ag = [e for e in lib.manifest["clips"] if e["family"] == "action_grounded"]
+    for s in SPLITS:
+        out[s]["action_grounded"] = sorted(e["id"] for e in ag if AG_SPLIT.get(e["performer"]) == s)
+    oc_all = [e for e in lib.manifest["clips"] if e["family"] == "observation_controlled"]
+    for s in SPLITS:
+        out[s]["observation_controlled"] = []
+    for emo in sorted({e["emotion"] for e in oc_all}):  # stratified by emotion: balanced classes per split
+        oc = sorted(e["id"] for e in oc_all if e["emotion"] == emo)
+        oc = [oc[i] for i in rng.permutation(len(oc))]
+        n = round(len(oc) * 84 / 837)
+        out["val"]["observation_controlled"] += oc[:n]
+        out["test"]["observation_controlled"] += oc[n:2 * n]
+        out["train"]["observation_controlled"] += oc[2 * n:]
+    for s in SPLITS:
+        out[s]["observation_controlled"].sort()
+    dy = [d["id"] for d in lib.manifest.get("dyadic", [])]
+    dy = [dy[i] for i in rng.permutation(len(dy))]
+    n = round(len(dy) * 7 / 48)
+    out["val"]["dyadic"], out["test"]["dyadic"], out["train"]["dyadic"] = sorted(dy[:n]), sorted(dy[n:2 * n]), sorted(dy[2 * n:])
+    return out
+
+
+def plan_jobs(lib: Library, scenes: list[dict], seed: int, scale: float = 1.0) -> list[dict]:
+    """One job per episode: split, family, clip or sequence, challenge, seed and the scenes to try."""
+    groups = split_groups(lib, seed)
+    all_ids = [s["id"] for s in scenes]
+    with_doors = [s["id"] for s in scenes if s.get("doors", 0) > 0] or all_ids
+    jobs = []
+    for split in SPLITS:
+        for family, target in TARGETS[split].items():
+            items = groups[split][family]
+            n = int(round(target * scale))
+            for i in range(n if items else 0):
+                item = items[i % len(items)]
+                eseed = zlib.crc32(f"{seed}|{split}|{family}|{i}".encode())
+                pool = with_doors if lib.entries.get(item, {}).get("action") == "knock" else all_ids
+                jobs.append({"split": split, "family": family, "index": i, "item": item, "seed": eseed,
+                             "challenge": CHALLENGES[i % len(CHALLENGES)] if family == "observation_controlled" else None,
+                             "scenes": [pool[(eseed + 7919 * k) % len(pool)] for k in range(RETRIES)]})
+    return jobs
+
+
+_WORKER: dict = {}
+
+
+def _init_worker(motions: str, scenes_dir: str) -> None:
+    _WORKER["lib"] = Library(Path(motions))
+    _WORKER["scenes_dir"] = Path(scenes_dir)
+    _WORKER["motions"] = {}
+
+
+def _motion(mid: str):
+    cache = _WORKER["motions"]
+    if mid not in cache:
+        cache[mid] = _WORKER["lib"].load(mid)
+    return cache[mid]
+
+
+def compose_job(ctx: SceneContext, job: dict) -> tuple[Episode | None, str]:
+    """One episode in ``ctx``'s scene, or None and the rejection reason."""
+    rng = np.random.default_rng(job["seed"])
+    lib = _WORKER["lib"]
+    if job["family"] == "dyadic":
+        seq = {d["id"]: d for d in lib.manifest["dyadic"]}[job["item"]]
+        target_m, partner_m = _motion(seq["target"]), _motion(seq["partner"])
+        px, py, pyaw = seq["partner_pose"]
+        for _ in range(8):  # both performers need free floor
+            found = place_target(ctx, target_m, rng, tries=20)
+            if found is None:
+                return None, "no_free_floor"
+            place, info = found
+            place = replace(place, phase=float(rng.uniform(0, target_m.duration)))
+            c, s = math.cos(place.yaw), math.sin(place.yaw)
+            partner = replace(place, id="partner", x=place.x + c * px - s * py, y=place.y + s * px + c * py,
+                              yaw=place.yaw + pyaw, motion=partner_m, is_target=False)
+            if ctx.footprint_free(partner):
+                break
+        else:
+            return None, "partner_collides"
+        people = [("target", place, target_m), ("partner", partner, partner_m)]
+        emotion, action, group = seq["emotion"], "dyadic", seq["id"]
+    else:
+        m = _motion(job["item"])
+        found = place_target(ctx, m, rng)
+        if found is None:
+            return None, {"seated": "no_matching_support", "sit_down": "no_matching_support",
+                          "knock": "no_free_door"}.get(m.action, "no_free_floor")
+        place, info = found
+        place = replace(place, phase=float(rng.uniform(0, m.duration)))
+        people = [("target", place, m)]
+        emotion, action = m.emotion, m.action
+        group = lib.entries[m.id]["group"]
+    start = robot_start(ctx, place, 0.0, job["challenge"], job["challenge"] is None, rng)
+    if start is None:
+        return None, f"challenge_not_realised:{job['challenge'] or 'initially_visible'}"
+    robot, me = start
+    room = ctx.scene.room_at((place.x, place.y))
+    ep = Episode(
+        episode_id=f"{job['split']}_{FAMILY_CODE[job['family']]}_{job['index']:06d}",
+        # full precision: validation re-measures the stored start and must reach the same verdict
+        scene_id=ctx.scene.id, start_position=(robot.x, robot.y, 0.0), start_rotation=quat_from_yaw(robot.yaw),
+        family=job["family"], challenge=job["challenge"], emotion=emotion, action=action, group=group,
+        seed=int(job["seed"]), monitor_room=room.id if room else None,
+        humans=tuple(EpisodeHuman(role, mm.id, p.x, p.y, p.yaw, p.phase, describe(mm)) for role, p, mm in people),
+        placement=dict(info), measures=me.as_dict())
+    return ep, "ok"
+
+
+def _run_scene(args: tuple[str, list[dict]]) -> tuple[list[Episode], list[tuple[dict, str]]]:
+    scene_id, jobs = args
+    ctx = SceneContext(load_scene(scene_id, _WORKER["scenes_dir"]))
+    done, failed = [], []
+    try:
+        for job in jobs:
+            ep, why = compose_job(ctx, job)
+            (done.append(ep) if ep else failed.append((job, why)))
+    finally:
+        ctx.close()
+    return done, failed
+
+
+def build_dataset(out: Path = DATASET_DIR, seed: int = 0, scale: float = 1.0, motions: Path = MOTIONS_DIR,
+                  scenes_dir: Path = SCENES_DIR, workers: int | None = None,
+                  log: Callable[[str], None] = print) -> dict:
+    """Compose all splits into ``out`` (replaced atomically); returns the build report."""
+    t0 = time.monotonic()
+    lib = Library(motions)
+    scene_manifest = json.loads((Path(scenes_dir) / "manifest.json").read_text())
+    jobs = plan_jobs(lib, scene_manifest["scenes"], seed, scale)
+    rejections: Counter = Counter()
+    episodes: list[Episode] = []
+    pending = jobs
+    workers = workers or max(1, min(2, os.cpu_count() or 1))
+    with get_context("spawn").Pool(workers, initializer=_init_worker, initargs=(str(motions), str(scenes_dir))) as pool:
+        for attempt in range(RETRIES):
+            by_scene: dict[str, list] = {}
+            for job in pending:
+                by_scene.setdefault(job["scenes"][attempt], []).append(job)
+            pending = []
+            for done, failed in pool.imap_unordered(_run_scene, sorted(by_scene.items())):
+                episodes += done
+                for job, why in failed:
+                    rejections[why] += 1
+                    pending.append(job)
+                el = time.monotonic() - t0
+                log(f"[dataset] round {attempt + 1}: {len(episodes)}/{len(jobs)} episodes, {el:.0f} s")
+            if not pending:
+                break
+    report = {"seed": seed, "scale": scale, "requested": len(jobs), "built": len(episodes),
+              "rejected_candidates": dict(rejections.most_common()), "unplaced": len(pending),
+              "seconds": round(time.monotonic() - t0, 1)}
+    with staged_dir(Path(out), ".episodes-") as tmp:
+        manifest = {"format": "affectsim-dataset/1", "seed": seed, "scale": scale, "splits": {}, "report": report,
+                    "scenes": scene_manifest.get("seed"), "motions": lib.manifest.get("seed")}
+        for split in SPLITS:
+            eps = sorted((e for e in episodes if e.episode_id.startswith(split + "_")), key=lambda e: e.episode_id)
+            sha = write_split(tmp / f"{split}.json.gz", split, eps)
+            counts = Counter(e.family for e in eps)
+            manifest["splits"][split] = {"file": f"{split}.json.gz", "sha256": sha, "episodes": len(eps),
+                                         "families": dict(counts)}
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    log(f"[dataset] built {len(episodes)} of {len(jobs)} episodes in {report['seconds']} s -> {out}")
+    for split in SPLITS:
+        log(f"[dataset]   {split}: {manifest['splits'][split]['families']}")
+    log(f"[dataset] rejected candidates by reason: {report['rejected_candidates']}")
+    return manifest

@@ -1,0 +1,252 @@
+"""Dataset validation, statistics, episode rendering and counterfactual re-observation.
+
+Validation (PROTOCOL.md section 3), every episode: scene and motion references resolve, ids
+unique, metadata consistent with the motion library, robot start navigable, motion-specific
+checks (support height and position, door next to the knocking hand, free floor along walks),
+the intended challenge realised (re-measured by ray casts from the stored start), and
+group-disjoint splits (performer / source performance / sequence).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter, defaultdict
+from dataclasses import replace
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure  # no pyplot: no global state, no display
+from PIL import Image, ImageDraw
+
+from affectsim_bridge.backends.base import HumanPlacement
+from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
+from affectsim_bridge.humans.library import Library
+from affectsim_bridge.scene import load_scene
+from affectsim_bridge.scene_generator import SCENES_DIR
+from affectsim_core.camera import CameraIntrinsics
+from affectsim_core.contact_sheet import map_image, save_png
+from affectsim_core.episode import Episode
+from affectsim_core.errors import InvalidInput
+from affectsim_core.geometry import Transform, look_at_rotation
+from affectsim_core.protocol import EMOTIONS, SPLITS
+from affectsim_eval.dataset.composer import SceneContext, realised
+from affectsim_eval.dataset.episodes import DATASET_DIR, load_split
+from affectsim_eval.passive import placements
+
+_W: dict = {}
+
+
+def _init(motions: str, scenes_dir: str = str(SCENES_DIR)) -> None:
+    _W["lib"] = Library(Path(motions))
+    _W["scenes_dir"] = Path(scenes_dir)
+    _W["cache"] = {}
+
+
+def _placements(ep: Episode) -> list[HumanPlacement]:
+    cache = _W["cache"]
+
+    def load(mid: str):
+        if mid not in cache:
+            cache[mid] = _W["lib"].load(mid)
+        return cache[mid]
+
+    return placements(ep, load)
+
+
+def check_episode_in_scene(ctx: SceneContext, ep: Episode) -> list[str]:
+    """Problems of one episode in its scene (empty: valid)."""
+    problems = []
+    robot = ep.start
+    if not ctx.nav.is_navigable(np.array([robot.x, robot.y]))[0]:
+        problems.append("start_not_navigable")
+    people = _placements(ep)
+    target = next(p for p in people if p.is_target)
+    m = target.motion
+    if m.emotion != ep.emotion:
+        problems.append("label_mismatch")
+    place = ep.placement
+    if m.action in ("seated", "sit_down"):
+        sups = {s.furniture_id: s for s in ctx.scene.supports()}
+        s = sups.get(place.get("support"))
+        if s is None or abs(s.height - m.provenance.get("seat_height", 0.45)) > 0.06 or \
+                math.hypot(target.x - s.x, target.y - s.y) > s.half_length + 1e-6:
+            problems.append("support_alignment")
+    elif m.action == "knock":
+        if place.get("door") not in {d.id for d in ctx.scene.doors()}:
+            problems.append("door_missing")
+    elif not all(ctx.footprint_free(p) for p in people):
+        problems.append("path_not_free")
+    me = ctx.measure(robot, target, 0.0)
+    if not realised(ep.challenge, me):
+        problems.append(f"challenge_not_realised:{ep.challenge or 'initially_visible'}")
+    return problems
+
+
+def _validate_scene(args: tuple[str, list[Episode]]) -> tuple[list[tuple[str, str]], list[dict]]:
+    scene_id, eps = args
+    ctx = SceneContext(load_scene(scene_id, _W["scenes_dir"]))
+    out, measures = [], []
+    try:
+        for ep in eps:
+            out += [(ep.episode_id, p) for p in check_episode_in_scene(ctx, ep)]
+    finally:
+        ctx.close()
+    return out, measures
+
+
+def validate_dataset(root: Path = DATASET_DIR, motions: Path = MOTIONS_DIR, scenes_dir: Path = SCENES_DIR,
+                     workers: int = 2, log=print) -> dict:
+    lib = Library(motions)
+    scene_ids = {s["id"] for s in json.loads((Path(scenes_dir) / "manifest.json").read_text())["scenes"]}
+    splits = {s: load_split(s, root, scene_ids, set(lib.entries)) for s in SPLITS}
+    problems: Counter = Counter()
+    examples: dict = {}
+    seen: set = set()
+    for s, eps in splits.items():
+        for ep in eps:
+            if ep.episode_id in seen:
+                problems["duplicate_id"] += 1
+            seen.add(ep.episode_id)
+    groups = {s: {(e.family, e.group) for e in eps} for s, eps in splits.items()}
+    for a in SPLITS:
+        for b in SPLITS:
+            if a < b and groups[a] & groups[b]:
+                problems["groups_shared_between_splits"] += len(groups[a] & groups[b])
+    by_scene: dict = defaultdict(list)
+    for eps in splits.values():
+        for ep in eps:
+            by_scene[ep.scene_id].append(ep)
+    with get_context("spawn").Pool(workers, initializer=_init, initargs=(str(motions), str(scenes_dir))) as pool:
+        for k, (found, _) in enumerate(pool.imap_unordered(_validate_scene, sorted(by_scene.items()))):
+            for eid, why in found:
+                problems[why] += 1
+                examples.setdefault(why, eid)
+            if (k + 1) % 10 == 0:
+                log(f"[validate] {k + 1}/{len(by_scene)} scenes")
+    total = sum(len(e) for e in splits.values())
+    return {"episodes": total, "problems": dict(problems), "examples": examples,
+            "counts": {s: dict(Counter(e.family for e in eps)) for s, eps in splits.items()}}
+
+
+def dataset_stats(root: Path = DATASET_DIR, out_png: Path | None = None, log=print) -> dict:
+    """Class balance and distributions of the initial-view measures per family and split."""
+    splits = {s: load_split(s, root) for s in SPLITS}
+    table = {}
+    for s, eps in splits.items():
+        for fam in sorted({e.family for e in eps}):
+            sel = [e for e in eps if e.family == fam]
+            meas = {k: np.array([e.measures[k] for e in sel], float)
+                    for k in ("initial_distance", "relative_orientation", "visible_fraction", "geodesic")}
+            table[(s, fam)] = {"episodes": len(sel), "classes": dict(Counter(e.emotion for e in sel)),
+                               **{k: (float(np.nanmedian(v)), float(np.nanpercentile(v, 10)),
+                                      float(np.nanpercentile(v, 90))) for k, v in meas.items()}}
+    log(f"{'split':5s} {'family':22s} {'n':>6s}  classes (a/f/h/n/s)        distance m   rel.orient deg  "
+        f"visible     geodesic m   (median [p10, p90])")
+    for (s, fam), row in table.items():
+        c = row["classes"]
+        cls = "/".join(str(c.get(e, 0)) for e in EMOTIONS)
+        fmt = lambda k, f=1.0: f"{row[k][0] * f:5.2f} [{row[k][1] * f:.1f},{row[k][2] * f:.1f}]"  # noqa: E731
+        log(f"{s:5s} {fam:22s} {row['episodes']:6d}  {cls:26s} {fmt('initial_distance')}  "
+            f"{fmt('relative_orientation', 180 / math.pi)}  {fmt('visible_fraction')}  {fmt('geodesic')}")
+    if out_png is not None:
+
+        keys = ("initial_distance", "relative_orientation", "visible_fraction", "geodesic")
+        emotions = EMOTIONS
+        fams = sorted({e.family for eps in splits.values() for e in eps})
+        fig = Figure(figsize=(22, 3.6 * len(SPLITS)))
+        axes = fig.subplots(len(SPLITS), 5, squeeze=False)
+        for row, split in zip(axes, SPLITS):  # one row per split, one line per family
+            eps = splits[split]
+            for ax, k in zip(row, keys):
+                scale = 180 / math.pi if k == "relative_orientation" else 1.0
+                for fam in fams:
+                    v = np.array([e.measures[k] for e in eps if e.family == fam], float) * scale
+                    v = v[np.isfinite(v)]
+                    if len(v):
+                        ax.hist(v, bins=30, histtype="step", density=True, label=f"{fam} ({len(v)})")
+                ax.set_title(f"{split}: {k}{' (deg)' if scale != 1.0 else ''}", fontsize=9)
+            row[0].legend(fontsize=7)
+            width = 0.8 / max(1, len(fams))
+            for i, fam in enumerate(fams):
+                c = Counter(e.emotion for e in eps if e.family == fam)
+                row[4].bar(np.arange(len(emotions)) + i * width, [c[e] for e in emotions], width, label=fam)
+            row[4].set_xticks(np.arange(len(emotions)) + 0.4 - width / 2, emotions, fontsize=7)
+            row[4].set_title(f"{split}: class balance per family", fontsize=9)
+        out_png.parent.mkdir(parents=True, exist_ok=True)
+        fig.tight_layout()
+        fig.savefig(out_png, dpi=80)
+        log(f"[stats] {out_png}")
+    return {f"{s}/{fam}": row for (s, fam), row in table.items()}
+
+
+def find_episode(episode_id: str, root: Path = DATASET_DIR) -> Episode:
+    split = episode_id.split("_", 1)[0]
+    if split not in SPLITS:
+        raise InvalidInput("episode id", episode_id, "an id starting with train_, val_ or test_")
+    for ep in load_split(split, root):
+        if ep.episode_id == episode_id:
+            return ep
+    raise InvalidInput("episode id", episode_id, f"an episode of the {split} split")
+
+
+def counterfactual(ep: Episode, emotion: str, lib: Library) -> Episode:
+    """The same episode (scene, placement, robot start, phase) with the target performing ``emotion``.
+
+    The swapped clip has the same action type and, where the library has one, the same performer,
+    scenario and take; the initial-view measures are recomputed by :func:`show_episode` callers.
+    """
+    if emotion not in EMOTIONS:
+        raise InvalidInput("emotion", emotion, f"one of {', '.join(EMOTIONS)}")
+    src = lib.entries[ep.target.motion_id]
+    cands = [e for e in lib.manifest["clips"] if e["emotion"] == emotion and e["action"] == src["action"]
+             and e["family"] == src["family"]]
+    if not cands:
+        raise InvalidInput("emotion", emotion, f"a clip of action {src['action']!r} in the motion library")
+    key = lambda e: (e["performer"] != src["performer"], e["take"] != src["take"],  # noqa: E731
+                     e["id"].split("_")[2:3] != src["id"].split("_")[2:3])
+    new = min(cands, key=key)
+    duration = lib.load(new["id"]).duration
+    humans = tuple(replace(h, motion_id=new["id"], phase=round(h.phase % duration, 4)) if h.role == "target" else h
+                   for h in ep.humans)
+    return replace(ep, humans=humans, emotion=emotion, episode_id=f"{ep.episode_id}_cf_{emotion}",
+                   counterfactual_of=ep.episode_id)
+
+
+def show_episode(ep: Episode, out: Path, motions: Path = MOTIONS_DIR, scenes_dir: Path = SCENES_DIR) -> Path:
+    """PNG: the robot's initial head-camera view, the room monitor's view and a top-down map."""
+
+    _init(str(motions), str(scenes_dir))
+    scene = load_scene(ep.scene_id, scenes_dir)
+    ctx = SceneContext(scene)
+    people = _placements(ep)
+    robot = ep.start
+    b = ctx.backend
+    b.load(scene, robot, tuple(people))
+    head = b.render_head_camera().rgb
+    room = next((r for r in scene.rooms if r.id == ep.monitor_room), scene.rooms[0])
+    mon = room.monitor
+    pos = np.array(mon.position)
+    monitor = b.render_camera(Transform(look_at_rotation(pos, np.array(mon.look_at)), pos),
+                              CameraIntrinsics.from_vfov(640, 480, mon.vfov)).rgb
+    me = ctx.measure(robot, next(p for p in people if p.is_target), 0.0)
+    grid, origin = ctx.nav.occupancy_grid(0.05)
+    mp = map_image(grid, origin, 0.05, np.array([[robot.x, robot.y]]), scale=3,
+                   labels=[(p.id, p.x, p.y) for p in people])
+    mp = mp.resize((int(mp.width * 480 / mp.height), 480))
+    ctx.close()
+    sheet = Image.new("RGB", (1280 + mp.width, 500), (255, 255, 255))
+    sheet.paste(Image.fromarray(head), (0, 20))
+    sheet.paste(Image.fromarray(monitor), (640, 20))
+    sheet.paste(mp, (1280, 20))
+    d = ImageDraw.Draw(sheet)
+    d.text((4, 4), f"{ep.episode_id} {ep.scene_id} {ep.family} {ep.challenge or ''} {ep.emotion} | "
+                   f"distance {me.initial_distance:.2f} m, visible {me.visible_fraction:.2f}, "
+                   f"rel. orientation {math.degrees(me.relative_orientation):.0f} deg", fill=(0, 0, 0))
+    d.text((644, 4), f"monitor: {room.id}", fill=(0, 0, 0))
+    save_png(sheet, out)
+    return out
+
+
+__all__ = ["validate_dataset", "dataset_stats", "show_episode", "counterfactual", "find_episode", "replace"]

@@ -1,0 +1,108 @@
+"""One benchmark episode, evaluated: the one orchestration of PROTOCOL.md sections 5-8.
+
+For an episode and an :class:`~affectsim_eval.worlds.EvalWorld` (in-process or the ROS graph):
+
+1. the privileged ``geometry`` backend is loaded with the episode and the passive settings' views
+   are planned on it (P-Init: camera fixed at x0; P-Ref: the reference observer; P-Mon: the room's
+   monitor), at the 8 sampled instants of a clip of twice the motion's duration;
+2. the world instantiates the episode and renders those views;
+3. the world is reset to the episode start and runs the active observation (A-Obs); without a
+   stable handoff A-Obs falls back to the paired P-Init clip;
+4. every setting's clip goes to every recognizer (the same frames for all);
+5. the paired :class:`~affectsim_core.record.EpisodeRecord`: predictions, the A-Obs summary, the
+   reference observer's choice, the visible-body fractions and d*(r), floats rounded so that
+   records compare exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+import numpy as np
+
+from affectsim_bridge.navigable import NavigableSpace
+from affectsim_bridge.scene import Scene
+from affectsim_core.clips import clip_times, sample_indices
+from affectsim_core.episode import Episode
+from affectsim_core.protocol import ESPL_RADII, PASSIVE_SETTINGS, SETTINGS
+from affectsim_core.record import ActiveSummary, EpisodeRecord, ReferenceChoice
+from affectsim_core.timing import NULL, StageTimes
+from affectsim_eval.metrics import d_star
+from affectsim_eval.passive import passive_views, placements, visible_fraction
+from affectsim_eval.reference import ReferencePlan
+from affectsim_eval.worlds import Acquisition, EvalWorld
+from affectsim_perception.recognizers.base import Prediction
+
+
+@dataclass(frozen=True)
+class EvaluatedEpisode:
+    """The record of one episode and the recognizer input of each setting (8, 224, 224, 3)."""
+
+    record: EpisodeRecord
+    frames: dict[str, np.ndarray]
+
+
+def _r(x: float, nd: int = 6) -> float:
+    return round(float(x), nd)
+
+
+def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: Callable,
+                     max_actions: int, max_planner_calls: int, times: StageTimes = NULL) -> EvaluatedEpisode:
+    """Observe ``ep`` in every setting in ``world``, recognise every clip, build the record."""
+    people = placements(ep, load_motion)
+    target = next(p for p in people if p.is_target)
+    full = clip_times(target.motion.duration)
+    idx = sample_indices(len(full))
+    g = world.geometry
+    with times("passive"):
+        g.load(scene, ep.start, tuple(people))
+        views, plan = passive_views(ep, g, scene, people, full, idx)
+        world.load(ep, scene, people)
+        rendered = {s: world.render(views[s]) for s in PASSIVE_SETTINGS}
+    frames = {s: f for s, (f, _p) in rendered.items()}
+    poses = {s: p for s, (_f, p) in rendered.items()}
+    shown = {s: full[idx] for s in PASSIVE_SETTINGS}
+    world.load(ep, scene, people)  # time and pose back to the episode start for A-Obs
+    acq = world.acquire(ep, len(full), max_actions, max_planner_calls)
+    fallback = acq.frames is None
+    if fallback:
+        frames["a_obs"], poses["a_obs"], shown["a_obs"] = frames["p_init"], poses["p_init"], shown["p_init"]
+    else:
+        frames["a_obs"], poses["a_obs"], shown["a_obs"] = acq.frames, acq.camera_poses, acq.times
+    visible = {s: visible_fraction(g, people, shown[s], poses[s]) for s in SETTINGS}
+    with times("recognition"):
+        preds = {s: world.recognize(frames[s]) for s in SETTINGS}
+    with times("d_star"):
+        record = episode_record(ep, preds, acq, fallback, plan, visible, g.navigable)
+    return EvaluatedEpisode(record, frames)
+
+
+def episode_record(ep: Episode, predictions: Mapping[str, Mapping[str, Prediction]], acq: Acquisition,
+                   fallback: bool, plan: ReferencePlan | None, visible: Mapping[str, float],
+                   nav: NavigableSpace) -> EpisodeRecord:
+    """The paired record of one episode from ``predictions[setting][recognizer]``, the acquisition and
+    the reference observer's ``plan``; d*(r) is computed on ``nav`` (the static navmesh)."""
+    target = ep.target
+    anchor = np.array([target.x, target.y])
+    start = np.array(ep.start_position[:2], float)
+    names = sorted(next(iter(predictions.values())))
+    d = acq.diagnostics
+    diag = type(d)(**{k: (_r(v) if isinstance(v, float) else v) for k, v in d.to_dict().items()})
+    dstar = {}
+    for r in ESPL_RADII:
+        v = d_star(nav, start, anchor, float(r))
+        dstar[str(r)] = None if v is None else _r(v)
+    msg = acq.message.splitlines()[0] if acq.message else ""
+    return EpisodeRecord(
+        episode_id=ep.episode_id, scene_id=ep.scene_id, family=ep.family, challenge=ep.challenge or "",
+        action=ep.action, label=ep.emotion,
+        predictions={n: {s: predictions[s][n].label for s in SETTINGS} for n in names},
+        probs={n: {s: [_r(np.float32(v)) for v in predictions[s][n].probs] for s in SETTINGS} for n in names},
+        outcomes={n: {s: predictions[s][n].outcome for s in SETTINGS} for n in names},
+        a_obs=ActiveSummary(acq.outcome, msg, bool(fallback), diag.path_length, diag,
+                            tuple((_r(x), _r(y), _r(yaw)) for x, y, yaw in acq.trajectory)),
+        p_ref=None if plan is None else ReferenceChoice(plan.frame, _r(plan.distance), _r(plan.angle)),
+        visible={s: _r(v, 4) for s, v in visible.items()},
+        d_star=dstar, anchor=(_r(anchor[0]), _r(anchor[1])),
+        start=(_r(start[0]), _r(start[1]), _r(ep.start.yaw)))

@@ -1,0 +1,164 @@
+"""The ROS graph as an :class:`~affectsim_eval.worlds.EvalWorld`: the evaluator's side of the benchmark.
+
+The evaluator (privileged: it knows the episode) asks the bridge to load the world
+(``/affectsim/load_world``) and to render the passive settings' views (``/affectsim/render_views``),
+sends ``/affectsim/acquire_observation`` to the nav node (the policy sees only sensors) and every
+setting's 8-frame clip to the perception node (``/affectsim/recognize``). Views, visible-body
+fractions and d*(r) are computed by the orchestrator on a local ``geometry`` backend (never
+rendered), so a record through ROS equals the in-process record of the same episode.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+from geometry_msgs.msg import Pose2D as Pose2DMsg
+from rclpy.action import ActionClient
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.node import Node
+
+from affectsim_bridge.backends import BACKENDS
+from affectsim_bridge.backends.base import HumanPlacement
+from affectsim_bridge.scene import Scene
+from affectsim_bridge.views import View
+from affectsim_core.clips import sample_indices
+from affectsim_core.episode import Episode
+from affectsim_core.errors import AffectSimError
+from affectsim_core.protocol import CLIP_SIZE, Outcome
+from affectsim_core.ros.conversions import (
+    diagnostics_from_msg,
+    from_time,
+    image_msg,
+    image_to_array,
+    matrix_from_pose_msg,
+    matrix_pose_msg,
+    to_time,
+)
+from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES
+from affectsim_eval.worlds import Acquisition
+from affectsim_interfaces.action import AcquireObservation, Recognize
+from affectsim_interfaces.msg import HumanPlacement as HumanMsg
+from affectsim_interfaces.srv import LoadWorld, RenderViews
+from affectsim_perception.recognizers.base import Prediction
+
+
+class GraphError(AffectSimError, RuntimeError):
+    """A node of the graph refused or failed a request (the message says which and why)."""
+
+
+def _wait(future, timeout: float, what: str):
+    done = threading.Event()
+    future.add_done_callback(lambda _f: done.set())
+    if not done.wait(timeout):
+        future.cancel()
+        raise TimeoutError(f"{what} did not answer within {timeout:.0f} s")
+    return future.result()
+
+
+class RosEvalWorld:
+    """Clients of the bridge, nav and perception nodes on ``node`` (spun by another thread)."""
+
+    def __init__(self, node: Node, recognizers: list[str], policy: str, backend: str = "mujoco",
+                 timeout: float = 600.0, record_dir: Path | None = None) -> None:
+        """``backend``: the registered backend of the local geometry copy; ``record_dir``: write an MCAP
+        recording of every A-Obs episode there (:mod:`affectsim_eval.recording`)."""
+        group = ReentrantCallbackGroup()
+        self.node = node
+        self.load_cli = node.create_client(LoadWorld, SERVICES["load_world"], callback_group=group)
+        self.render_cli = node.create_client(RenderViews, SERVICES["render_views"], callback_group=group)
+        self.acquire_cli = ActionClient(node, AcquireObservation, SERVICES["acquire_observation"], callback_group=group)
+        self.recognize_cli = ActionClient(node, Recognize, SERVICES["recognize"], callback_group=group)
+        self.recognizers = list(recognizers)
+        self.policy = policy
+        self.timeout = timeout
+        self.geometry = BACKENDS.create(backend)  # privileged copy of the world: views, visibility (never rendered)
+        self.recorder = None
+        if record_dir is not None:
+            from affectsim_eval.recording import EpisodeRecorder  # rosbags: only when recording
+
+            self.recorder = EpisodeRecorder(node, record_dir)
+
+    def wait_for_graph(self, timeout: float = 120.0) -> None:
+        """Block until the bridge, nav and perception servers are up."""
+        t_end = time.monotonic() + timeout
+        for what, ready in ((f"bridge {SERVICES['load_world']}", self.load_cli.service_is_ready),
+                            (f"bridge {SERVICES['render_views']}", self.render_cli.service_is_ready),
+                            (f"nav {SERVICES['acquire_observation']}", self.acquire_cli.server_is_ready),
+                            (f"perception {SERVICES['recognize']}", self.recognize_cli.server_is_ready)):
+            while not ready():
+                if time.monotonic() > t_end:
+                    raise TimeoutError(f"{what} is not available after {timeout:.0f} s: is the node running?")
+                time.sleep(0.1)
+
+    # ------------------------------------------------------------------ EvalWorld
+    def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement]) -> None:
+        start = ep.start
+        req = LoadWorld.Request(scene=str(scene.source), robot_pose=Pose2DMsg(x=start.x, y=start.y, theta=start.yaw))
+        req.humans = [HumanMsg(id=h.role, x=float(h.x), y=float(h.y), yaw=float(h.yaw), is_target=h.role == "target",
+                               motion_id=h.motion_id, phase=float(h.phase)) for h in ep.humans]
+        self._service(self.load_cli, req, "load_world")
+
+    def render(self, views: list[View]) -> tuple[np.ndarray, np.ndarray]:
+        req = RenderViews.Request(size=CLIP_SIZE)
+        req.times = [float(v.time) for v in views]
+        req.robot_poses = [Pose2DMsg(x=v.pose.x, y=v.pose.y, theta=v.pose.yaw) for v in views]
+        req.head_tilts = [float(v.tilt) for v in views]
+        if views[0].camera is not None:
+            req.cameras = [matrix_pose_msg(v.camera.matrix()) for v in views]
+        res = self._service(self.render_cli, req, "render_views")
+        return (np.stack([image_to_array(f) for f in res.frames]),
+                np.stack([matrix_from_pose_msg(p) for p in res.camera_poses]))
+
+    def acquire(self, ep: Episode, clip_frames: int, max_actions: int, max_planner_calls: int) -> Acquisition:
+        goal = AcquireObservation.Goal(episode_id=ep.episode_id, policy=self.policy,
+                                       target_description=ep.target_description, clip_frames=clip_frames,
+                                       max_actions=max_actions, max_planner_calls=max_planner_calls)
+        if self.recorder is not None:
+            self.recorder.start(ep.episode_id)
+        try:
+            res = self._action(self.acquire_cli, goal, "acquire_observation")
+        except BaseException:
+            if self.recorder is not None:
+                self.recorder.abandon()
+            raise
+        if self.recorder is not None:
+            self.recorder.finish(list(res.clip_frames))
+        if res.outcome in (Outcome.ABORTED, Outcome.CANCELLED, Outcome.POLICY_ERROR) and not res.trajectory:
+            raise GraphError(f"nav acquire_observation: {res.outcome}: {res.message}")
+        acq = Acquisition(Outcome(res.outcome), res.message, diagnostics_from_msg(res),
+                          [(p.x, p.y, p.theta) for p in res.trajectory])
+        if not res.clip_frames:
+            return acq
+        stamps = np.array([from_time(t) for t in res.clip_stamps])
+        return Acquisition(acq.outcome, acq.message, acq.diagnostics, acq.trajectory,
+                           np.stack([image_to_array(m) for m in res.clip_frames]),
+                           np.stack([matrix_from_pose_msg(m) for m in res.clip_camera_poses]),
+                           stamps[sample_indices(len(stamps))])
+
+    def recognize(self, frames: np.ndarray) -> dict[str, Prediction]:
+        goal = Recognize.Goal(recognizers=self.recognizers)
+        goal.frames = [image_msg(f, "rgb8", OPTICAL_FRAME, to_time(0.0)) for f in frames]
+        res = self._action(self.recognize_cli, goal, "recognize")
+        if res.message and not res.predictions:
+            raise GraphError(f"perception recognize: {res.message}")
+        return {p.recognizer: Prediction(np.array(p.probs, float), p.label or None, p.outcome, p.detail)
+                for p in res.predictions}
+
+    # ------------------------------------------------------------------ requests
+    def _service(self, cli, req, what: str):
+        res = _wait(cli.call_async(req), self.timeout, f"bridge {what}")
+        if not res.success:
+            raise GraphError(f"bridge {what}: {res.message}")
+        return res
+
+    def _action(self, cli, goal, what: str):
+        handle = _wait(cli.send_goal_async(goal), self.timeout, f"{what} goal")
+        if not handle.accepted:
+            raise GraphError(f"{what}: goal rejected")
+        return _wait(handle.get_result_async(), self.timeout, f"{what} result").result
+
+    def close(self) -> None:
+        self.geometry.close()

@@ -1,0 +1,131 @@
+"""Where an episode is evaluated: the :class:`EvalWorld` interface and its in-process implementation.
+
+The episode orchestrator (:mod:`affectsim_eval.orchestrator`) asks a world to instantiate the
+episode, render the passive settings' views, run the active observation and recognise clips.
+:class:`InProcessWorld` does all of it in this process on one simulator backend;
+:class:`~affectsim_eval.ros_world.RosEvalWorld` does it through the ROS graph (bridge, nav and
+perception nodes). Both keep a privileged ``geometry`` backend for the reference observer, the
+visible-body fractions and d*(r), so the same episode gives the same record in either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Protocol
+
+import numpy as np
+
+from affectsim_bridge.backends.base import HumanPlacement, SimulatorBackend
+from affectsim_bridge.scene import Scene
+from affectsim_bridge.views import View, render_views
+from affectsim_core.actions import Action, MoveResult
+from affectsim_core.clips import resize, sample_indices
+from affectsim_core.episode import Episode
+from affectsim_core.observation import Observation
+from affectsim_core.protocol import Outcome
+from affectsim_core.record import Diagnostics
+from affectsim_core.timing import NULL, StageTimes
+from affectsim_eval.passive import episode_info
+from affectsim_nav.active import run_active
+from affectsim_nav.policy import Policy
+from affectsim_perception.recognizers.base import ClipInput, Prediction, Recognizer
+
+
+@dataclass(frozen=True)
+class Acquisition:
+    """What the active observation gave: its outcome and message, Table 6 diagnostics, trajectory
+    (x m, y m, yaw rad in map: the start, then one pose per action) and, after a stable handoff, the
+    recognizer input: ``frames`` (8, 224, 224, 3) uint8, ``camera_poses`` (8, 4, 4) optical frames
+    in map, ``times`` (8,) sim seconds; all three None without a handoff (A-Obs falls back to P-Init)."""
+
+    outcome: Outcome
+    message: str
+    diagnostics: Diagnostics
+    trajectory: list[tuple[float, float, float]]
+    frames: np.ndarray | None = None
+    camera_poses: np.ndarray | None = None
+    times: np.ndarray | None = None
+
+
+class EvalWorld(Protocol):
+    """A world the orchestrator evaluates episodes in. ``geometry`` is a privileged backend loaded
+    with the same episode by the orchestrator (never rendered through this interface)."""
+
+    geometry: SimulatorBackend
+
+    def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement]) -> None:
+        """Instantiate the episode: scene, people at sim time 0, robot at the start pose."""
+
+    def render(self, views: list[View]) -> tuple[np.ndarray, np.ndarray]:
+        """The recognizer-size frames (N, 224, 224, 3) uint8 and optical-frame poses (N, 4, 4) of
+        ``views``; the episode's state is left untouched."""
+
+    def acquire(self, ep: Episode, clip_frames: int, max_actions: int, max_planner_calls: int) -> Acquisition:
+        """Run the active observation from the loaded state until ``clip_frames`` full-rate frames are
+        collected after a stable handoff, the budget is spent, or it fails."""
+
+    def recognize(self, frames: np.ndarray) -> dict[str, Prediction]:
+        """Every configured recognizer's prediction for one clip (8, 224, 224, 3)."""
+
+
+def recognize(recognizers: Mapping[str, Recognizer], frames: np.ndarray) -> dict[str, Prediction]:
+    """Every recognizer on one clip's 8 sampled 224x224 frames; a failing one gives an "error"
+    prediction with the reason (the others still run)."""
+    inp = ClipInput(np.ascontiguousarray(frames))
+    out = {}
+    for name, rec in recognizers.items():
+        try:
+            out[name] = rec.predict(inp)
+        except Exception as exc:  # noqa: BLE001 - recorded, the episode goes on
+            out[name] = Prediction.failed("error", f"{type(exc).__name__}: {exc}")
+    return out
+
+
+class SimulatorWorld:
+    """The in-process simulator as the active loop's lockstep world (:class:`~affectsim_nav.executor.World`):
+    actions go to the backend, observations are copies of its head camera, pose and sim time."""
+
+    def __init__(self, backend: SimulatorBackend, times: StageTimes = NULL) -> None:
+        self.backend = backend
+        self.times = times
+
+    def apply(self, action: Action) -> MoveResult:
+        return self.backend.apply_action(action)
+
+    def observe(self, step: int) -> Observation:
+        with self.times("render"):
+            f = self.backend.render_head_camera()
+        b, k = self.backend, f.intrinsics
+        return Observation.make(f.rgb, f.depth, (k.fx, k.fy, k.cx, k.cy), f.pose.matrix(),
+                                (b.pose.x, b.pose.y, b.pose.yaw), b.sim_time, step)
+
+
+class InProcessWorld:
+    """:class:`EvalWorld` on one backend (which is also the ``geometry``), a policy and recognizers."""
+
+    def __init__(self, backend: SimulatorBackend, policy: Policy, recognizers: Mapping[str, Recognizer],
+                 times: StageTimes = NULL) -> None:
+        self.geometry = self.backend = backend
+        self.policy, self.recognizers, self.times = policy, recognizers, times
+
+    def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement]) -> None:
+        self.backend.load(scene, ep.start, tuple(people))
+
+    def render(self, views: list[View]) -> tuple[np.ndarray, np.ndarray]:
+        frames, poses = render_views(self.backend, views)
+        return np.stack([resize(f) for f in frames]), poses
+
+    def acquire(self, ep: Episode, clip_frames: int, max_actions: int, max_planner_calls: int) -> Acquisition:
+        active = run_active(SimulatorWorld(self.backend, self.times), episode_info(ep, self.backend.navigable),
+                            self.policy, clip_frames, max_actions, max_planner_calls, times=self.times)
+        traj = [(x, y, yaw) for _t, x, y, yaw in active.log.trajectory]
+        acq = Acquisition(active.outcome, active.message, active.log.diagnostics(), traj)
+        clip = active.clip
+        if clip is None:
+            return acq
+        idx = sample_indices(len(clip.frames))
+        return Acquisition(acq.outcome, acq.message, acq.diagnostics, traj, clip.sampled(), clip.camera_poses[idx],
+                           clip.times[idx])
+
+    def recognize(self, frames: np.ndarray) -> dict[str, Prediction]:
+        return recognize(self.recognizers, frames)
