@@ -1,4 +1,4 @@
-"""ament_python package ``affectsim``: installs the five Python packages, console scripts, launch and config."""
+"""ament_python package ``affectsim``: installs the six Python packages (levels 1-5), console scripts, launch and config."""
 
 from glob import glob
 
@@ -10,7 +10,8 @@ VERSION = "0.1.0"  # keep equal to package.xml (checked by test/test_packaging.p
 setup(
     name=PACKAGE,
     version=VERSION,
-    packages=find_packages(include=["affectsim_ros*", "affectsim_bridge*", "affectsim_nav*", "affectsim_perception*", "affectsim_eval*"]),
+    packages=find_packages(include=["affectsim_core*", "affectsim_bridge*", "affectsim_nav*", "affectsim_perception*",
+                                    "affectsim_eval*", "affectsim_ros*"]),
     package_data={"affectsim_bridge": ["scenes/*.yaml"], "affectsim_perception": ["checkpoints/*/*"]},
     data_files=[
         ("share/ament_index/resource_index/packages", [f"resource/{PACKAGE}"]),
@@ -28,10 +29,10 @@ setup(
     entry_points={
         "console_scripts": [
             "affectsim = affectsim_ros.cli:main",
-            "bridge_node = affectsim_bridge.bridge_node:main",
-            "nav_node = affectsim_nav.nav_node:main",
-            "perception_node = affectsim_perception.perception_node:main",
-            "evaluator_node = affectsim_eval.evaluator_node:main",
+            "bridge_node = affectsim_ros.nodes:bridge_main",
+            "nav_node = affectsim_ros.nodes:nav_main",
+            "perception_node = affectsim_ros.nodes:perception_main",
+            "evaluator_node = affectsim_ros.nodes:evaluator_main",
         ],
     },
 )

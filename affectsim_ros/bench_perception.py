@@ -20,38 +20,52 @@ import time
 from pathlib import Path
 
 import numpy as np
+import rclpy
+from matplotlib.figure import Figure  # no pyplot: no global state, no display
+from PIL import Image
+from rclpy.action import ActionClient
 
+from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
 from affectsim_bridge.humans.features import macro_f1
-from affectsim_perception.person_model import clear_pose_cache
-from affectsim_perception.recognizers import EMOTIONS, RECOGNIZERS, ClipInput
-from affectsim_perception.train import GOOD_VIEW
-from affectsim_perception.training_data import DATA_DIR, VIEWS, load_clips
-from affectsim_ros.core.atomic import write_json
+from affectsim_bridge.humans.library import Library
+from affectsim_bridge.scene import load_scene
+from affectsim_core.atomic import write_json
+from affectsim_core.clips import clip_times, sample_indices
+from affectsim_core.protocol import EMOTIONS
+from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.conversions import image_msg, to_time
+from affectsim_core.ros.env import ensure_loopback
+from affectsim_eval.dataset.episodes import load_split
+from affectsim_eval.passive import p_ref_clip, placements
+from affectsim_eval.train import GOOD_VIEW
+from affectsim_eval.training_data import DATA_DIR, VIEWS, load_clips
+from affectsim_interfaces.action import Recognize
+from affectsim_perception.person_model import BlazePose, clear_pose_cache, clip_pose
+from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS, ClipInput
+from affectsim_perception.recognizers.committee import load_members
+from affectsim_perception.recognizers.rgb_clip import small_frames
+from affectsim_ros.launcher import GraphProcesses
 
-LOCAL = ("pose-temporal", "rgb-clip", "committee", "majority", "uniform")
 ROUNDS = 5  # timed passes over the clips per recognizer; the median pass is reported
 
 
 def _clips(n: int = 6) -> list[ClipInput]:
     """Real recognizer inputs: P-Ref clips of the first test episodes (8 frames, 224x224)."""
-    from affectsim_bridge.backends.mujoco_backend import MujocoBackend
-    from affectsim_bridge.humans.library import Library
-    from affectsim_bridge.scene import load_scene
-    from affectsim_nav.runner import observe_episode
-    from affectsim_ros.dataset.episodes import load_split
-
-    lib, b = Library(), MujocoBackend()
+    lib, b = Library(), BACKENDS.create(DEFAULT_BACKEND)
     out = []
     for ep in load_split("test")[:n]:
-        obs = observe_episode(ep, b, load_scene(ep["scene_id"]), lib.load, None, settings=("p_ref",))
-        out.append(ClipInput(obs.clips["p_ref"].sampled()))
+        people = placements(ep, lib.load)
+        b.load(load_scene(ep.scene_id), ep.start, tuple(people))
+        full = clip_times(next(p for p in people if p.is_target).motion.duration)
+        clip, _plan = p_ref_clip(b, people, full, sample_indices(len(full)))
+        out.append(ClipInput(clip.sampled()))
     b.close()
     return out
 
 
 def _mediapipe_graph_s(frame: np.ndarray, reps: int) -> float:
     """Seconds per still frame of mediapipe's legacy Pose graph on the same models (reference)."""
-    import mediapipe as mp
+    import mediapipe as mp  # the legacy graph, only for this comparison (slow to import)
 
     with mp.solutions.pose.Pose(static_image_mode=True, model_complexity=1, smooth_landmarks=False) as graph:
         return _time(lambda: graph.process(frame), reps)
@@ -67,7 +81,6 @@ def _time(fn, reps: int) -> float:
 
 def quality(data: Path = DATA_DIR, out_png: Path | None = None) -> dict:
     """Macro-F1, recall and accuracy by condition of every trained recognizer on the test clips."""
-    from affectsim_perception.recognizers.committee import load_members
 
     poses, small, meta = load_clips("test", data)
     y = np.array([m["label"] for m in meta])
@@ -102,12 +115,9 @@ def quality(data: Path = DATA_DIR, out_png: Path | None = None) -> dict:
                        "n": [int((bins == i).sum()) for i in range(len(edges) - 1)]}
         res[name] = r
     if out_png is not None:
-        import matplotlib
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+        fig = Figure(figsize=(15, 4))
+        axes = fig.subplots(1, 3)
         for ax, (cond, (_, edges)) in zip(axes, conditions.items()):
             centres = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
             for name in ("committee", "pose-temporal", "rgb-clip", "majority"):
@@ -121,7 +131,6 @@ def quality(data: Path = DATA_DIR, out_png: Path | None = None) -> dict:
         fig.tight_layout()
         out_png.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(out_png, dpi=80)
-        plt.close(fig)
     return res
 
 
@@ -148,16 +157,9 @@ def node_throughput(clips: list[ClipInput]) -> dict:
     """Back-to-back recognize requests to the perception node (all default recognizers) vs in-process,
     one request per distinct clip (each pays its BlazePose pass once, shared by the pose-based
     recognizers as in the node)."""
-    import rclpy
-    from affectsim_interfaces.action import Recognize
-    from rclpy.action import ActionClient
 
-    from affectsim_ros.launcher import GraphProcesses
-    from affectsim_ros.ros.bridge_client import BridgeClient
-    from affectsim_ros.ros.conversions import image_msg, to_time
-    from affectsim_ros.ros.env import ensure_loopback
 
-    names = ["pose-temporal", "rgb-clip", "committee", "majority", "uniform"]
+    names = list(DEFAULT_RECOGNIZERS)
     recs = [RECOGNIZERS.create(x) for x in names]
     n = len(clips)
     clear_pose_cache()
@@ -202,8 +204,8 @@ def node_throughput(clips: list[ClipInput]) -> dict:
 
 def run(out: Path | None = None, log=print) -> dict:
     clips = _clips(12)
-    res: dict = {"inference_ms": {}, "inference_ms_rounds": {name: [] for name in LOCAL}, "model_only_ms": {}}
-    recs = {name: RECOGNIZERS.create(name) for name in LOCAL}
+    res: dict = {"inference_ms": {}, "inference_ms_rounds": {name: [] for name in DEFAULT_RECOGNIZERS}, "model_only_ms": {}}
+    recs = {name: RECOGNIZERS.create(name) for name in DEFAULT_RECOGNIZERS}
     for _ in range(ROUNDS):  # rounds interleave the recognizers, so a busy spell of the machine hits all alike
         for name, rec in recs.items():
             res["inference_ms_rounds"][name].append(
@@ -211,9 +213,6 @@ def run(out: Path | None = None, log=print) -> dict:
     for name, rec in recs.items():
         res["inference_ms"][name] = float(np.median(res["inference_ms_rounds"][name]))
         rec.close()
-    from affectsim_perception.person_model import BlazePose, clip_pose
-    from affectsim_perception.recognizers.committee import load_members
-    from affectsim_perception.recognizers.rgb_clip import small_frames
 
     det = BlazePose(video=True)
     kps = [clip_pose(det, c.frames) for c in clips]
@@ -257,6 +256,4 @@ def run(out: Path | None = None, log=print) -> dict:
 
 
 def _upscale(frame: np.ndarray) -> np.ndarray:
-    from PIL import Image
-
     return np.asarray(Image.fromarray(frame).resize((640, 480), Image.BILINEAR))

@@ -18,12 +18,20 @@ import time
 from pathlib import Path
 
 import numpy as np
+import psutil
+import rclpy
+from geometry_msgs.msg import Twist
 
-from affectsim_bridge.backends.base import Action
-from affectsim_bridge.backends.mujoco_backend import MujocoBackend
+from affectsim_bridge.backends import BACKENDS
+from affectsim_bridge.backends.base import LaserSpec
 from affectsim_bridge.renderer import mujoco
 from affectsim_bridge.scene import load_scene
-from affectsim_ros.core.geometry import Pose2D
+from affectsim_core.actions import Action
+from affectsim_core.geometry import Pose2D
+from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.conversions import from_time
+from affectsim_core.ros.env import ensure_loopback
+from affectsim_ros.launcher import GraphProcesses
 
 START = Pose2D(1.0, 2.5, 0.0)
 TOUR = [Action.FORWARD] * 6 + [Action.TURN_LEFT] * 3 + [Action.FORWARD] * 4 + [Action.TURN_RIGHT] * 6
@@ -45,7 +53,7 @@ def _rates(fns: list, n: int, rounds: int = 4) -> list[float]:
 
 
 def bench_render(frames: int = 60) -> dict:
-    backend = MujocoBackend()
+    backend = BACKENDS.create("mujoco")
     backend.load(load_scene("test_apartment"), START)
     k = backend.head_intrinsics
     m, d = backend.model, backend.data
@@ -80,9 +88,8 @@ def bench_render(frames: int = 60) -> dict:
 
 
 def bench_offline_steps(steps: int) -> float:
-    backend = MujocoBackend()
+    backend = BACKENDS.create("mujoco")
     backend.load(load_scene("test_apartment"), START)
-    from affectsim_bridge.backends.base import LaserSpec
 
     spec = LaserSpec()
     backend.render_head_camera()
@@ -97,13 +104,6 @@ def bench_offline_steps(steps: int) -> float:
 
 
 def bench_ros(steps: int, free_run_s: float) -> dict:
-    import psutil
-    import rclpy
-
-    from affectsim_ros.launcher import GraphProcesses
-    from affectsim_ros.ros.bridge_client import BridgeClient
-    from affectsim_ros.ros.env import ensure_loopback
-
     out: dict = {}
     log_dir = Path(tempfile.mkdtemp(prefix="affectsim-bench-"))
     with GraphProcesses("bench", nodes=("bridge",), args={"mode": "lockstep"}, log_dir=log_dir) as g:
@@ -130,14 +130,6 @@ def bench_ros(steps: int, free_run_s: float) -> dict:
 
 def _free_run(rtf: str, seconds: float, log_dir: Path) -> dict:
     """Achieved real-time factor and camera rate (sim time) with ``real_time_factor`` requested."""
-    import psutil
-    import rclpy
-    from geometry_msgs.msg import Twist
-
-    from affectsim_ros.launcher import GraphProcesses
-    from affectsim_ros.ros.bridge_client import BridgeClient
-    from affectsim_ros.ros.conversions import from_time
-    from affectsim_ros.ros.env import ensure_loopback
 
     out: dict = {}
     with GraphProcesses("bench", nodes=("bridge",), args={"mode": "free_run", "real_time_factor": rtf}, log_dir=log_dir) as g:

@@ -11,6 +11,7 @@
   affectsim bench full [--episodes 12]                       full-protocol throughput, ROS graph vs in-process
   affectsim train RECOGNIZER [--seed 0]                      train pose-temporal | rgb-clip | committee | majority
   affectsim scenes list                                      built-in scenes
+  affectsim params write | check                             config/bench.yaml from the nodes' declarations
 """
 
 from __future__ import annotations
@@ -21,12 +22,38 @@ import math
 import sys
 from pathlib import Path
 
-from affectsim_ros.core.errors import AffectSimError, InvalidInput
+import rclpy
+
+from affectsim_bridge import scene_generator
+from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
+from affectsim_bridge.humans import library
+from affectsim_bridge.humans.bvh import export_bvh, import_bvh, label_from_name
+from affectsim_bridge.humans.features import library_stats
+from affectsim_bridge.humans.library import Library
+from affectsim_bridge.humans.motion import SOLO_ACTIONS
+from affectsim_bridge.humans.preview import write_preview
+from affectsim_bridge.humans.validate import validate_library
+from affectsim_bridge.navigable import NavigableSpace
+from affectsim_bridge.scene import builtin_scene_ids, load_scene
+from affectsim_core.errors import AffectSimError, InvalidInput
+from affectsim_core.protocol import EMOTIONS, MAX_ACTIONS, MAX_PLANNER_CALLS, SPLITS
+from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.env import ensure_loopback
+from affectsim_eval.config import DATA_DIR, EvalConfig
+from affectsim_eval.dataset import build as dbuild
+from affectsim_eval.dataset import inspect
+from affectsim_eval.report import write_report
+from affectsim_eval.runner import run_eval
+from affectsim_eval.train import SUBSET, TRAINABLE, train
+from affectsim_nav.policy import POLICIES
+from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS
+from affectsim_ros import bench_full, bench_nav, bench_perception, bench_sim, launcher
+from affectsim_ros.launcher import GraphProcesses
+from affectsim_ros.nodes import PARAMS_FILE, parameter_file_text
+from affectsim_ros.tour import run_tour
 
 
 def _launch(ns: argparse.Namespace) -> int:
-    from affectsim_ros import launcher
-
     args = {}
     for item in ns.args:
         if ":=" not in item:
@@ -37,15 +64,6 @@ def _launch(ns: argparse.Namespace) -> int:
 
 
 def _tour(ns: argparse.Namespace) -> int:
-    import rclpy
-
-    from affectsim_bridge.navigable import NavigableSpace
-    from affectsim_bridge.scene import load_scene
-    from affectsim_ros.launcher import GraphProcesses
-    from affectsim_ros.ros.bridge_client import BridgeClient
-    from affectsim_ros.ros.env import ensure_loopback
-    from affectsim_ros.tour import run_tour
-
     scene = load_scene(ns.scene)
     nav = NavigableSpace(scene)
     out = Path(ns.out)
@@ -80,12 +98,10 @@ def _tour(ns: argparse.Namespace) -> int:
 
 def _bench(ns: argparse.Namespace) -> int:
     if ns.what == "sim":
-        from affectsim_ros import bench_sim
 
         res = bench_sim.run(Path(ns.out) if ns.out else None, ns.frames, ns.steps, ns.free_run_seconds)
         return 0 if res else 1
     if ns.what == "nav":
-        from affectsim_ros import bench_nav
 
         for name in ("episodes", "workers"):
             if getattr(ns, name) < 1:
@@ -93,12 +109,10 @@ def _bench(ns: argparse.Namespace) -> int:
         bench_nav.run(Path(ns.out) if ns.out else None, ns.episodes, ns.workers, ns.split)
         return 0
     if ns.what == "perception":
-        from affectsim_ros import bench_perception
 
         bench_perception.run(Path(ns.out) if ns.out else None)
         return 0
     if ns.what == "full":
-        from affectsim_eval import bench_full
 
         bench_full.run(Path(ns.out) if ns.out else None, ns.episodes if ns.episodes != 100 else 12, ns.split)
         return 0
@@ -106,13 +120,11 @@ def _bench(ns: argparse.Namespace) -> int:
 
 
 def _eval(ns: argparse.Namespace) -> int:
-    from affectsim_eval.report import write_report
-    from affectsim_eval.runner import DATA_DIR, DEFAULT_RECOGNIZERS, EvalConfig, run_eval
-
     cfg = EvalConfig(split=ns.split, episodes=ns.episodes, seed=ns.seed,
                      ids=tuple(i for i in (ns.ids or "").split(",") if i),
                      recognizers=tuple(r for r in (ns.recognizers or ",".join(DEFAULT_RECOGNIZERS)).split(",") if r),
-                     policy=ns.policy, max_actions=ns.max_actions, max_planner_calls=ns.max_planner_calls)
+                     policy=ns.policy, max_actions=ns.max_actions, max_planner_calls=ns.max_planner_calls,
+                     backend=ns.backend)
     summary = run_eval(Path(ns.out), cfg, ns.workers, ns.ray, ns.retry_failed, Path(ns.data) if ns.data else DATA_DIR)
     print(f"[eval] {summary.done} episodes evaluated ({summary.failed} failed), {summary.skipped} were already stored; "
           f"{summary.wall:.0f} s")
@@ -122,16 +134,11 @@ def _eval(ns: argparse.Namespace) -> int:
 
 
 def _report(ns: argparse.Namespace) -> int:
-    from affectsim_eval.report import write_report
-
     print(write_report(Path(ns.run)))
     return 0
 
 
 def _scenes(ns: argparse.Namespace) -> int:
-    from affectsim_bridge import scene_generator
-    from affectsim_bridge.scene import builtin_scene_ids, load_scene
-
     if ns.what == "build":
         scene_generator.build_scenes(seed=ns.seed)
         return 0
@@ -154,15 +161,12 @@ def _scenes(ns: argparse.Namespace) -> int:
 
 
 def _motions(ns: argparse.Namespace) -> int:
-    from affectsim_bridge.humans import library
-
     root = Path(ns.library)
     if ns.what == "build":
         library.build(root, seed=ns.seed)
         return 0
     lib = library.Library(root)
     if ns.what == "validate":
-        from affectsim_bridge.humans.validate import validate_library
 
         report = validate_library(lib)
         print(f"[validate] {report.checked} clips, {len(lib.manifest.get('dyadic', []))} dyadic sequences checked")
@@ -173,13 +177,11 @@ def _motions(ns: argparse.Namespace) -> int:
             print(f"[validate] all checks passed (largest planted-foot speed {slide:.3f} m/s)")
         return 0 if report.ok else 1
     if ns.what == "stats":
-        from affectsim_bridge.humans.features import library_stats
 
         res = library_stats(lib)
         ok = all(c["holds"] for c in res["checks"]) and 0.7 <= res["macro_f1"] <= 0.97
         return 0 if ok else 1
     if ns.what == "import-bvh":
-        from affectsim_bridge.humans.bvh import import_bvh, label_from_name
 
         jm = json.loads(Path(ns.joint_map).read_text()) if ns.joint_map else None
         motions, skipped = [], []
@@ -194,7 +196,6 @@ def _motions(ns: argparse.Namespace) -> int:
         print(f"[import-bvh] added {len(motions)} clips to {root}; skipped {len(skipped)} outside the five classes")
         return 0
     if ns.what == "export-bvh":
-        from affectsim_bridge.humans.bvh import export_bvh
 
         if not ns.files:
             raise AffectSimError("export-bvh needs a motion id (positional)")
@@ -203,7 +204,6 @@ def _motions(ns: argparse.Namespace) -> int:
         print(f"[export-bvh] {out}")
         return 0
     if ns.what == "preview":
-        from affectsim_bridge.humans.preview import write_preview
 
         sel = lib.select(emotion=ns.emotion, action=ns.action, **({"performer": ns.performer} if ns.performer else {}))
         if not sel:
@@ -215,10 +215,8 @@ def _motions(ns: argparse.Namespace) -> int:
 
 
 def _train(ns: argparse.Namespace) -> int:
-    from affectsim_perception.train import train
-
     sizes = {}
-    for split in ("train", "val", "test"):
+    for split in SPLITS:
         text = getattr(ns, f"{split}_episodes")
         try:
             tiers = tuple(int(t) for t in str(text).split("+"))
@@ -232,10 +230,6 @@ def _train(ns: argparse.Namespace) -> int:
 
 
 def _dataset(ns: argparse.Namespace) -> int:
-    from affectsim_ros.dataset import build as dbuild
-
-    from affectsim_ros.dataset import inspect
-
     root = Path(ns.out)
     if ns.what == "build":
         dbuild.build_dataset(root, seed=ns.seed, scale=ns.scale)
@@ -256,13 +250,27 @@ def _dataset(ns: argparse.Namespace) -> int:
             raise AffectSimError(f"dataset {ns.what} needs an EPISODE_ID")
         ep = inspect.find_episode(ns.episode, root)
         if ns.what == "counterfactual":
-            from affectsim_bridge.humans.library import Library
 
             ep = inspect.counterfactual(ep, ns.emotion, Library())
-            print(json.dumps({k: ep[k] for k in ("episode_id", "counterfactual_of", "emotion", "humans")}, indent=1))
-        print(f"[dataset] {inspect.show_episode(ep, Path('results/episodes') / (ep['episode_id'] + '.png'))}")
+            d = ep.to_dict()
+            print(json.dumps({k: d[k] for k in ("episode_id", "counterfactual_of", "emotion", "humans")}, indent=1))
+        print(f"[dataset] {inspect.show_episode(ep, Path('results/episodes') / (ep.episode_id + '.png'))}")
         return 0
     raise AffectSimError(f"dataset {ns.what!r} is unknown")
+
+
+def _params(ns: argparse.Namespace) -> int:
+    text = parameter_file_text()
+    if ns.what == "write":
+        PARAMS_FILE.write_text(text)
+        print(f"[params] {PARAMS_FILE}")
+        return 0
+    if PARAMS_FILE.read_text() != text:
+        print(f"[params] {PARAMS_FILE} differs from the nodes' declarations: run `affectsim params write`",
+              file=sys.stderr)
+        return 1
+    print(f"[params] {PARAMS_FILE} is current")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -290,20 +298,21 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--out", default=None, help="write results as JSON")
     be.add_argument("--episodes", type=int, default=100, help="nav: stratified test episodes (full: default 12)")
     be.add_argument("--workers", type=int, default=2, help="nav: worker processes")
-    be.add_argument("--split", choices=["train", "val", "test"], default="test", help="nav: dataset split")
+    be.add_argument("--split", choices=SPLITS, default="test", help="nav: dataset split")
     be.add_argument("--frames", type=int, default=60)
     be.add_argument("--steps", type=int, default=100)
     be.add_argument("--free-run-seconds", type=float, default=10.0)
     be.set_defaults(fn=_bench)
     ev = sub.add_parser("eval", help="run the benchmark in-process into a results store (resumes a killed run)")
-    ev.add_argument("--split", choices=["train", "val", "test"], default="test")
+    ev.add_argument("--split", choices=SPLITS, default="test")
     ev.add_argument("--episodes", type=int, default=0, help="stratified subset size (default 0: the whole split)")
     ev.add_argument("--ids", default=None, help="comma-separated episode ids instead of a subset")
     ev.add_argument("--seed", type=int, default=0, help="seed of the subset")
     ev.add_argument("--recognizers", default=None, help="comma-separated (default: every shipped one)")
-    ev.add_argument("--policy", default="baseline")
-    ev.add_argument("--max-actions", type=int, default=480)
-    ev.add_argument("--max-planner-calls", type=int, default=80)
+    ev.add_argument("--policy", default="baseline", choices=POLICIES.names())
+    ev.add_argument("--backend", default=DEFAULT_BACKEND, choices=BACKENDS.names())
+    ev.add_argument("--max-actions", type=int, default=MAX_ACTIONS)
+    ev.add_argument("--max-planner-calls", type=int, default=MAX_PLANNER_CALLS)
     ev.add_argument("--data", default=None, help="directory with motions/, scenes/, episodes/ (default: data/)")
     ev.add_argument("--out", default="results/eval", help="run directory (an existing run there is resumed)")
     ev.add_argument("--workers", type=int, default=2, help="worker processes on this machine")
@@ -318,24 +327,23 @@ def build_parser() -> argparse.ArgumentParser:
     mo = sub.add_parser("motions", help="build, validate, inspect and preview the affective motion library")
     mo.add_argument("what", choices=["build", "validate", "stats", "preview", "import-bvh", "export-bvh"])
     mo.add_argument("files", nargs="*", help="import-bvh: BVH files; export-bvh: one motion id")
-    mo.add_argument("--import-emotion", choices=["angry", "fearful", "happy", "neutral", "sad"], default=None,
+    mo.add_argument("--import-emotion", choices=EMOTIONS, default=None,
                     help="import-bvh: label of all files (default: from KDAE file names, e.g. F01A0V1.bvh)")
-    mo.add_argument("--import-action", default="standing", choices=["walk", "sit_down", "seated", "knock",
-                                                                      "standing"])
+    mo.add_argument("--import-action", default="standing", choices=SOLO_ACTIONS)
     mo.add_argument("--joint-map", default=None, help="import-bvh: JSON {source joint: avatar point}")
     mo.add_argument("--up", choices=["y", "z"], default="y", help="import-bvh: the file's up axis")
     mo.add_argument("--units", type=float, default=0.01, help="import-bvh: metres per file unit (cm: 0.01)")
     mo.add_argument("--library", default=str(Path(__file__).resolve().parents[1] / "data" / "motions"))
     mo.add_argument("--seed", type=int, default=0, help="build: library seed")
-    mo.add_argument("--emotion", choices=["angry", "fearful", "happy", "neutral", "sad"], default="happy")
-    mo.add_argument("--action", choices=["walk", "sit_down", "seated", "knock", "standing"], default="walk")
+    mo.add_argument("--emotion", choices=EMOTIONS, default="happy")
+    mo.add_argument("--action", choices=SOLO_ACTIONS, default="walk")
     mo.add_argument("--performer", default=None)
     mo.add_argument("--out", default="results/previews")
     mo.set_defaults(fn=_motions)
     ds = sub.add_parser("dataset", help="compose, validate and inspect the episode dataset")
     ds.add_argument("what", choices=["build", "validate", "stats", "show", "counterfactual"])
     ds.add_argument("episode", nargs="?", help="show / counterfactual: EPISODE_ID")
-    ds.add_argument("--emotion", choices=["angry", "fearful", "happy", "neutral", "sad"], default="happy",
+    ds.add_argument("--emotion", choices=EMOTIONS, default="happy",
                     help="counterfactual: the emotion swapped in")
     ds.add_argument("--png", default="results/dataset_stats.png", help="stats: figure path")
     ds.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "data" / "episodes"))
@@ -343,15 +351,17 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("--scale", type=float, default=1.0, help="fraction of the paper's episode counts (1.0: 27,647)")
     ds.set_defaults(fn=_dataset)
     tr = sub.add_parser("train", help="train a recognizer on the train split (select on val) and write its checkpoint")
-    tr.add_argument("recognizer", choices=["pose-temporal", "rgb-clip", "committee", "majority"])
+    tr.add_argument("recognizer", choices=TRAINABLE)
     tr.add_argument("--seed", type=int, default=0)
-    from affectsim_perception.train import SUBSET
 
     for split, tiers in SUBSET.items():
         tr.add_argument(f"--{split}-episodes", default="+".join(map(str, tiers)),
                         help=f"{split} episodes rendered (two views each), as tiers N[+N...]: each a stratified "
                              f"draw from what earlier tiers left{'; test: report only' if split == 'test' else ''}")
     tr.set_defaults(fn=_train)
+    pa = sub.add_parser("params", help="write or check config/bench.yaml against the nodes' parameter declarations")
+    pa.add_argument("what", choices=["write", "check"])
+    pa.set_defaults(fn=_params)
     sc = sub.add_parser("scenes", help="scene utilities")
     sc.add_argument("what", choices=["list", "build", "preview", "check"])
     sc.add_argument("ids", nargs="*", help="preview/check: scene ids (default: first three / built-ins)")

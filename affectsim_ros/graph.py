@@ -1,7 +1,8 @@
 """The node graph, defined once for ``launch/bench.launch.py`` and ``affectsim launch``.
 
-Only nodes that work are listed. Launch arguments are validated here so both entry
-points reject bad values the same way, naming the argument.
+Only nodes that work are listed. Launch arguments are validated here so both entry points reject
+bad values the same way, naming the argument; their choices and defaults come from the plugin
+registries (backends, policies, recognizers) and the nodes' parameter declarations.
 """
 
 from __future__ import annotations
@@ -11,18 +12,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from affectsim_ros.core.errors import InvalidInput
+import affectsim_nav  # noqa: F401  (registers the shipped policies)
+import affectsim_perception  # noqa: F401  (registers the person detectors and recognizers)
+from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
+from affectsim_bridge.scene import resolve_scene_path
+from affectsim_core.errors import InvalidInput
+from affectsim_nav.policy import POLICIES
+from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+NODES_MODULE = "affectsim_ros.nodes"  # ``python -m affectsim_ros.nodes NAME``: the pip-only launcher's command
 
 
 @dataclass(frozen=True)
 class NodeSpec:
-    """One node: ROS name, console script (for launch_ros) and Python module (pip-only launcher)."""
+    """One node: ROS name and console script (launch_ros; the pip-only launcher runs :data:`NODES_MODULE`)."""
 
     name: str
     executable: str
-    module: str
 
 
 @dataclass(frozen=True)
@@ -49,11 +56,9 @@ def _is_float_in(lo: float, hi: float) -> Callable[[str], bool]:
     return check
 
 
-STACK = (NodeSpec("bridge", "bridge_node", "affectsim_bridge.bridge_node"),
-         NodeSpec("nav", "nav_node", "affectsim_nav.nav_node"),
-         NodeSpec("perception", "perception_node", "affectsim_perception.perception_node"))
+STACK = (NodeSpec("bridge", "bridge_node"), NodeSpec("nav", "nav_node"), NodeSpec("perception", "perception_node"))
 GRAPHS: dict[str, tuple[NodeSpec, ...]] = {
-    "bench": (*STACK, NodeSpec("evaluator", "evaluator_node", "affectsim_eval.evaluator_node")),  # runs, then exits
+    "bench": (*STACK, NodeSpec("evaluator", "evaluator_node")),  # runs, then exits
     "stack": STACK,  # the robot stack alone, for interactive use and your own clients
 }
 
@@ -63,17 +68,7 @@ def _names(v: str) -> list[str]:
 
 
 def _recognizers_ok(v: str) -> bool:
-    import affectsim_perception.recognizers  # noqa: F401  (registers them)
-    from affectsim_perception.recognizers.base import RECOGNIZERS
-
     return bool(_names(v)) and all(n in RECOGNIZERS for n in _names(v))
-
-
-def _policy_ok(v: str) -> bool:
-    import affectsim_nav.baseline  # noqa: F401
-    from affectsim_nav.policy import POLICIES
-
-    return v in POLICIES
 
 
 def _int_in(lo: int, hi: int) -> Callable[[str], bool]:
@@ -86,7 +81,8 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    "free_run: /cmd_vel at real_time_factor", choices=("lockstep", "free_run")),
     LaunchArgument("real_time_factor", "1.0", "free_run: sim seconds per wall second",
                    check=_is_float_in(0.1, 10.0), expected="a number in [0.1, 10]", param_type=float),
-    LaunchArgument("backend", "mujoco", "simulator backend", choices=("mujoco", "habitat")),
+    LaunchArgument("backend", DEFAULT_BACKEND, "simulator backend (bridge; the evaluator's geometry copy)",
+                   choices=tuple(BACKENDS.names()), also=("evaluator",)),
     LaunchArgument("split", "test", "evaluator: dataset split", choices=("train", "val", "test"), node="evaluator"),
     LaunchArgument("episodes", "100", "evaluator: stratified subset size (0 = the whole split)",
                    check=_int_in(0, 1_000_000), expected="an integer >= 0", node="evaluator", param_type=int),
@@ -94,12 +90,12 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    expected="an integer >= 0", node="evaluator", param_type=int),
     LaunchArgument("episode_ids", "", "evaluator: comma-separated episode ids instead of a subset (with episodes:=0)",
                    node="evaluator", param_type=lambda v: _names(v) or [""]),
-    LaunchArgument("recognizers", "pose-temporal,rgb-clip,committee,majority,uniform",
+    LaunchArgument("recognizers", ",".join(DEFAULT_RECOGNIZERS),
                    "comma-separated recognizers (perception node and evaluator)", check=_recognizers_ok,
-                   expected="comma-separated registered recognizer names", node="perception", param_type=_names,
-                   also=("evaluator",)),
-    LaunchArgument("policy", "baseline", "A-Obs policy (nav node and evaluator)", check=_policy_ok,
-                   expected="a registered policy name", node="nav", also=("evaluator",)),
+                   expected=f"comma-separated names from {', '.join(RECOGNIZERS.names())}", node="perception",
+                   param_type=_names, also=("evaluator",)),
+    LaunchArgument("policy", "baseline", "A-Obs policy (nav node and evaluator)", choices=tuple(POLICIES.names()),
+                   node="nav", also=("evaluator",)),
     LaunchArgument("output_dir", "results/bench", "evaluator: run directory (results.sqlite, report.md); "
                    "an existing run there is resumed", check=lambda v: bool(v.strip()), expected="a directory path",
                    node="evaluator"),
@@ -109,8 +105,6 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
 
 
 def _scene_ok(value: str) -> bool:
-    from affectsim_bridge.scene import resolve_scene_path
-
     try:
         resolve_scene_path(value)
         return True
@@ -124,7 +118,7 @@ def default_params_file() -> Path:
     if src.is_file():
         return src
     try:
-        from ament_index_python.packages import get_package_share_directory
+        from ament_index_python.packages import get_package_share_directory  # only in a ROS 2 install
 
         return Path(get_package_share_directory("affectsim")) / "config" / "bench.yaml"
     except Exception as exc:  # PackageNotFoundError or a missing ament index

@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from affectsim_ros.graph import GRAPHS, default_params_file, validate_launch_args
-from affectsim_ros.ros.env import loopback_env, pick_domain_id
+from affectsim_core.ros.env import loopback_env, pick_domain_id
+from affectsim_ros.graph import GRAPHS, NODES_MODULE, default_params_file, validate_launch_args
 
 INT_GRACE_S = 5.0
 TERM_GRACE_S = 3.0
@@ -59,7 +59,7 @@ class GraphProcesses:
             for spec in GRAPHS[graph]:
                 if nodes is not None and spec.name not in nodes:
                     continue
-                cmd = [sys.executable, "-m", spec.module, "--ros-args", "-r", f"__node:={spec.name}",
+                cmd = [sys.executable, "-m", NODES_MODULE, spec.name, "--ros-args", "-r", f"__node:={spec.name}",
                        "--params-file", str(params_file)]
                 for name, value in overrides.get(spec.name, {}).items():
                     cmd += ["-p", _param_arg(name, value)]

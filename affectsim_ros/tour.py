@@ -13,11 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
-from affectsim_bridge.backends.base import Action
 from affectsim_bridge.navigable import NavigableSpace
 from affectsim_bridge.scene import Scene
-from affectsim_ros.contact_sheet import contact_sheet, map_image, save_png
-from affectsim_ros.core.geometry import wrap_angle
+from affectsim_core.actions import Action
+from affectsim_core.contact_sheet import contact_sheet, map_image, save_png
+from affectsim_core.geometry import wrap_angle
+from affectsim_core.ros.conversions import image_to_array
 
 
 def tour_waypoints(scene: Scene, nav: NavigableSpace, start: np.ndarray) -> list[np.ndarray]:
@@ -52,8 +53,6 @@ def actions_toward(pose, target: np.ndarray) -> Action:
 def run_tour(client, scene: Scene, nav: NavigableSpace, start_pose, out_dir: Path, frame_every: int = 10,
              max_steps: int = 900, log=print) -> dict:
     """Drive ``client`` (a :class:`BridgeClient`) on the tour; write ``contact_sheet.png`` and ``tour.json``."""
-    from affectsim_ros.ros.conversions import image_to_array  # ROS message types: only with a client
-
     pose = start_pose
     start = np.array([pose.x, pose.y])
     traj, frames, steps, clipped = [start.copy()], [], 0, 0

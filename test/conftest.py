@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from affectsim_ros.ros.env import ensure_loopback, pick_domain_id
+from affectsim_core.ros.env import ensure_loopback, pick_domain_id
 
 os.environ["ROS_DOMAIN_ID"] = str(pick_domain_id())
 ensure_loopback()
@@ -18,7 +18,7 @@ def small_data(tmp_path_factory):
     0.004: 16 test episodes); (root, dataset build report). Read-only for tests."""
     from affectsim_bridge.humans.library import build
     from affectsim_bridge.scene_generator import build_scenes
-    from affectsim_ros.dataset.build import build_dataset
+    from affectsim_eval.dataset.build import build_dataset
 
     root = tmp_path_factory.mktemp("data")
     build(root / "motions", seed=0, log=lambda s: None, ag_performers=12, ag_takes=1, oc_performances=40,

@@ -1,6 +1,14 @@
-"""Small hand-made scenes for tests."""
+"""Small hand-made scenes, and a local OpenAI-compatible server, for tests."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from affectsim_bridge.scene import parse_scene
+from affectsim_core.protocol import EMOTIONS
+from affectsim_core.record import EpisodeRecord
+
+A, F, H, N, S = EMOTIONS
 
 MATERIALS = {"floor": {"rgba": [0.6, 0.5, 0.4, 1]}, "wall": {"rgba": [0.9, 0.9, 0.9, 1]},
              "door": {"rgba": [0.5, 0.3, 0.2, 1]}, "cabinet": {"rgba": [0.8, 0.1, 0.1, 1]}}
@@ -16,3 +24,76 @@ def box_room(walls_extra=(), furniture=(), w=6.0, h=4.0, rooms=None):
         "furniture": list(furniture),
     }
     return parse_scene(doc, "test-scene")
+
+
+class Server:
+    """127.0.0.1 only. ``script`` is a list of replies: (status, content or None, delay s)."""
+
+    def __init__(self) -> None:
+        self.requests, self.script = [], []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append((self.path, self.headers.get("Authorization"), body))
+                status, content, delay = outer.script.pop(0) if outer.script else (200, "neutral", 0.0)
+                threading.Event().wait(delay)
+                payload = {"choices": [{"message": {"role": "assistant", "content": content}}]} if status == 200 \
+                    else {"error": "scripted"}
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _diag(handoff, path, before, budget, attempted, clipped):
+    return {"handoff": handoff, "handoff_step": 5 if handoff else None, "path_length": path,
+            "path_before_handoff": before, "budget_exhausted": budget, "attempted_translations": attempted,
+            "clipped_translations": clipped, "actions": 100, "planner_calls": 3}
+
+
+def typed(records: list[dict]) -> list[EpisodeRecord]:
+    """The hand-made records (only what the metrics read) completed into validated EpisodeRecords."""
+    out = []
+    for r in records:
+        preds = r["predictions"]
+        out.append(EpisodeRecord.from_dict({
+            "episode_id": r["episode_id"], "scene_id": "scene_000", "family": r["family"], "challenge": "",
+            "action": "walk", "label": r["label"], "predictions": preds,
+            "probs": {k: {s: [0.2] * 5 for s in v} for k, v in preds.items()},
+            "outcomes": {k: {s: "ok" for s in v} for k, v in preds.items()},
+            "a_obs": {"outcome": "handoff", "message": "", "trajectory": [], **r["a_obs"]},
+            "p_ref": None, "visible": {}, "d_star": r["d_star"], "anchor": [0.0, 0.0], "start": [0.0, 0.0, 0.0]}))
+    return out
+
+
+def hand_made_records() -> list[dict]:
+    """Four paired records by hand (only what the metrics read; :func:`typed` completes them)."""
+    labels = [A, H, S, N]
+    preds = {"a": {"p_init": [H, H, None, S], "p_ref": labels, "p_mon": [None] * 4, "a_obs": [A, H, S, S]},
+             "b": {"p_init": labels, "p_ref": labels, "p_mon": labels, "a_obs": [None] * 4}}
+    lengths = [2.0, 0.0, 5.0, 1.0]
+    stars = {"1": [1.0, 0.0, None, 2.0], "3": [None] * 4, "5": [4.0, 3.0, 5.0, 1.0]}
+    diags = [_diag(True, 2.0, 1.0, False, 10, 1), _diag(False, 0.0, 0.0, True, 0, 0),
+             _diag(True, 5.0, 5.0, False, 20, 2), _diag(False, 1.0, 1.0, True, 10, 1)]
+    return [{"episode_id": f"ep{i}", "family": "action_grounded", "label": labels[i],
+             "predictions": {rec: {s: v[i] for s, v in p.items()} for rec, p in preds.items()},
+             "a_obs": {"path_length": lengths[i], "fallback": False, "diagnostics": diags[i]},
+             "d_star": {r: v[i] for r, v in stars.items()}} for i in range(4)]

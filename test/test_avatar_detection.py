@@ -5,14 +5,15 @@ import math
 import numpy as np
 import pytest
 
-from affectsim_bridge.backends import create_backend
-from affectsim_bridge.backends.base import CameraIntrinsics, HumanPlacement
+from affectsim_bridge.backends import BACKENDS
+from affectsim_bridge.backends.base import HumanPlacement
 from affectsim_bridge.humans.generator import generate
-from affectsim_bridge.humans.motion import EMOTIONS
 from affectsim_bridge.humans.preview import studio_scene
 from affectsim_bridge.humans.styles import Performer
+from affectsim_core.camera import CameraIntrinsics
+from affectsim_core.geometry import Pose2D, Transform, look_at_rotation
+from affectsim_core.protocol import EMOTIONS
 from affectsim_perception.person_model import BlazePose
-from affectsim_ros.core.geometry import Pose2D, Transform, look_at_rotation
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +25,7 @@ def detector():
 
 def test_blazepose_detects_avatars_across_performers_and_emotions(detector):
     rng = np.random.default_rng(11)
-    backend = create_backend("mujoco")
+    backend = BACKENDS.create("mujoco")
     k = CameraIntrinsics.from_vfov(640, 480, math.radians(46.83))  # the Fetch head camera
     hits = {"front": [], "side": []}
     for i in range(30):

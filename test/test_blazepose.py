@@ -7,22 +7,23 @@ import math
 import numpy as np
 import pytest
 
+from affectsim_bridge.backends import BACKENDS
 from affectsim_perception import blazepose as bp
 
 
 @pytest.fixture(scope="module")
 def frames():
     """Rendered avatars at 2-4 m, 224x224 (what recognizers get) and 640x480 (the head camera)."""
-    from affectsim_bridge.backends.base import CameraIntrinsics, HumanPlacement
-    from affectsim_bridge.backends.mujoco_backend import MujocoBackend
+    from affectsim_bridge.backends.base import HumanPlacement
     from affectsim_bridge.humans.generator import generate
     from affectsim_bridge.humans.preview import studio_scene
     from affectsim_bridge.humans.styles import Performer
-    from affectsim_nav.clips import resize
-    from affectsim_ros.core.geometry import Pose2D, Transform, look_at_rotation
+    from affectsim_core.camera import CameraIntrinsics
+    from affectsim_core.clips import resize
+    from affectsim_core.geometry import Pose2D, Transform, look_at_rotation
 
     rng = np.random.default_rng(5)
-    b = MujocoBackend()
+    b = BACKENDS.create("mujoco")
     k = CameraIntrinsics.from_vfov(640, 480, math.radians(46.83))
     out = []
     for i in range(8):

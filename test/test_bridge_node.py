@@ -10,14 +10,14 @@ import pytest
 import rclpy
 from geometry_msgs.msg import Twist
 
-from affectsim_bridge.backends.base import Action
 from affectsim_bridge.humans.library import build
 from affectsim_bridge.scene import BUILTIN_DIR
+from affectsim_core.actions import Action
+from affectsim_core.ros import tf_tree
+from affectsim_core.ros.bridge_client import LATCHED, TOPICS, BridgeClient
+from affectsim_core.ros.conversions import from_time, image_to_array
+from affectsim_core.ros.env import ensure_loopback
 from affectsim_ros.launcher import GraphProcesses
-from affectsim_ros.ros.bridge_client import LATCHED, TOPICS, BridgeClient
-from affectsim_ros.ros import tf_tree
-from affectsim_ros.ros.conversions import from_time, image_to_array
-from affectsim_ros.ros.env import ensure_loopback
 
 
 @pytest.fixture(scope="module")

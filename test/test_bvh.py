@@ -8,7 +8,7 @@ from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.library import Library, add_motions, build
 from affectsim_bridge.humans.skeleton import forward_kinematics
 from affectsim_bridge.humans.styles import Performer
-from affectsim_ros.core.errors import InvalidInput
+from affectsim_core.errors import InvalidInput
 
 
 @pytest.fixture(scope="module")

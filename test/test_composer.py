@@ -9,9 +9,11 @@ import pytest
 from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.styles import Performer
 from affectsim_bridge.scene import load_scene
-from affectsim_ros.dataset.composer import CRITERIA, SceneContext, describe, place_target, realised, robot_start
-from affectsim_ros.dataset.episodes import check_episode, quat_from_yaw
-from affectsim_ros.core.errors import InvalidInput
+from affectsim_core.episode import Episode
+from affectsim_core.errors import InvalidInput
+from affectsim_core.geometry import quat_from_yaw
+from affectsim_core.protocol import CHALLENGES
+from affectsim_eval.dataset.composer import CRITERIA, SceneContext, describe, place_target, realised, robot_start
 
 
 @pytest.fixture(scope="module")
@@ -73,12 +75,16 @@ def test_description_is_non_privileged(performer):
 
 def test_episode_schema_rejects_bad_fields():
     ep = {"episode_id": "e1", "scene_id": "scene_000", "start_position": [1.0, 2.0, 0.0],
-          "start_rotation": quat_from_yaw(0.3), "family": "observation_controlled", "challenge": "rear_view",
+          "start_rotation": list(quat_from_yaw(0.3)), "family": "observation_controlled", "challenge": "rear_view",
           "emotion": "sad", "humans": [{"role": "target", "motion_id": "m", "x": 0.0, "y": 0.0, "yaw": 0.0,
                                          "phase": 0.0}], "seed": 1}
-    check_episode(ep, "t")
+    assert Episode.from_dict(ep, "t").to_dict() == {**ep, "action": "", "group": "", "monitor_room": None,
+                                                     "placement": {}, "measures": {},
+                                                     "humans": [{**ep["humans"][0], "description": ""}]}
     for field, value, msg in (("challenge", "upside_down", "challenge"), ("emotion", "bored", "emotion"),
                               ("start_rotation", [1, 1, 0, 0], "start_rotation"), ("family", "x", "family")):
         with pytest.raises(InvalidInput, match=f"episode e1.*{msg}"):
-            check_episode(dict(ep, **{field: value}), "t")
-    assert set(CRITERIA) == {None, "far_visible", "rear_view", "partial_occlusion", "obstacle_detour"}
+            Episode.from_dict(dict(ep, **{field: value}), "t")
+    with pytest.raises(InvalidInput, match="only the fields"):
+        Episode.from_dict(dict(ep, surprise=1), "t")
+    assert set(CRITERIA) == {None, *CHALLENGES}

@@ -3,9 +3,9 @@ import math
 import numpy as np
 import pytest
 
-from affectsim_ros.core.errors import InvalidInput
-from affectsim_ros.core.geometry import Pose2D, Transform, look_at_rotation, matrix_to_quat, quat_to_matrix
-from affectsim_ros.core.registry import Registry
+from affectsim_core.errors import InvalidInput
+from affectsim_core.geometry import Pose2D, Transform, look_at_rotation, matrix_to_quat, quat_to_matrix
+from affectsim_core.registry import Registry
 
 
 def test_registry_rejects_duplicates_and_unknown_names():
@@ -45,7 +45,7 @@ def test_invalid_input_names_field_value_expectation():
 def test_errors_survive_pickling_across_worker_processes():
     import pickle
 
-    from affectsim_ros.core.errors import MissingDependency
+    from affectsim_core.errors import MissingDependency
 
     err = pickle.loads(pickle.dumps(InvalidInput("scene", "scene_001", "an existing scene", where="build")))
     assert (err.field, err.value, err.where) == ("scene", "scene_001", "build")

@@ -2,13 +2,16 @@
 
 import gzip
 import json
+import shutil
+from dataclasses import replace
 
 import pytest
 
 from affectsim_bridge.humans.library import Library
-from affectsim_ros.core.errors import InvalidInput
-from affectsim_ros.dataset.episodes import load_split, write_split
-from affectsim_ros.dataset.inspect import counterfactual, validate_dataset
+from affectsim_core.errors import InvalidInput
+from affectsim_core.protocol import CHALLENGES
+from affectsim_eval.dataset.episodes import load_split, write_split
+from affectsim_eval.dataset.inspect import counterfactual, validate_dataset
 
 
 @pytest.fixture(scope="module")
@@ -22,14 +25,14 @@ def test_splits_follow_the_paper_proportions_and_are_group_disjoint(small):
     assert rep["built"] >= 0.9 * rep["requested"]
     eps = {s: load_split(s, root / "episodes") for s in ("train", "val", "test")}
     assert len(eps["train"]) > len(eps["val"]) > 0 and len(eps["test"]) > 0
-    groups = {s: {(e["family"], e["group"]) for e in v} for s, v in eps.items()}
+    groups = {s: {(e.family, e.group) for e in v} for s, v in eps.items()}
     assert not groups["train"] & groups["val"] and not groups["train"] & groups["test"]
     assert not groups["val"] & groups["test"]
-    perf = {s: {e["humans"][0]["motion_id"].split("_")[1] for e in v if e["family"] == "action_grounded"}
+    perf = {s: {e.humans[0].motion_id.split("_")[1] for e in v if e.family == "action_grounded"}
             for s, v in eps.items()}
     assert perf["train"] <= {f"AG0{i}" for i in range(1, 9)} and perf["test"] <= {"AG11", "AG12"}
-    oc = [e for e in eps["train"] if e["family"] == "observation_controlled"]
-    assert {e["challenge"] for e in oc} == {"far_visible", "rear_view", "partial_occlusion", "obstacle_detour"}
+    oc = [e for e in eps["train"] if e.family == "observation_controlled"]
+    assert {e.challenge for e in oc} == set(CHALLENGES)
 
 
 def test_every_episode_validates(small):
@@ -46,10 +49,9 @@ def test_loader_rejects_corruption_and_bad_references(small, tmp_path):
         load_split("test", root / "episodes", scenes={"nowhere"})
     with pytest.raises(InvalidInput, match="episode_id.*duplicate"):
         write_split(tmp_path / "dup.json.gz", "test", [eps[0], eps[0]])
-    bad = dict(eps[0], start_position=[0.0, float("nan"), 0.0])
-    with pytest.raises(InvalidInput, match=f"episode {eps[0]['episode_id']}.*start_position"):
+    bad = replace(eps[0], start_position=(0.0, float("nan"), 0.0))
+    with pytest.raises(InvalidInput, match=f"episode {eps[0].episode_id}.*start_position"):
         write_split(tmp_path / "bad.json.gz", "test", [bad])
-    import shutil
 
     copy = tmp_path / "copy"
     shutil.copytree(root / "episodes", copy)
@@ -63,12 +65,13 @@ def test_loader_rejects_corruption_and_bad_references(small, tmp_path):
 
 def test_counterfactual_keeps_the_observation_conditions(small):
     root, _ = small
-    ep = next(e for e in load_split("train", root / "episodes") if e["family"] == "action_grounded")
+    ep = next(e for e in load_split("train", root / "episodes") if e.family == "action_grounded")
     lib = Library(root / "motions")
-    other = next(e for e in ("angry", "sad", "happy") if e != ep["emotion"])
+    other = next(e for e in ("angry", "sad", "happy") if e != ep.emotion)
     cf = counterfactual(ep, other, lib)
-    t0, t1 = ep["humans"][0], cf["humans"][0]
-    assert cf["emotion"] == other and lib.entries[t1["motion_id"]]["emotion"] == other
-    assert lib.entries[t1["motion_id"]]["action"] == lib.entries[t0["motion_id"]]["action"]
-    assert (t1["x"], t1["y"], t1["yaw"]) == (t0["x"], t0["y"], t0["yaw"])
-    assert cf["start_position"] == ep["start_position"] and cf["scene_id"] == ep["scene_id"]
+    t0, t1 = ep.humans[0], cf.humans[0]
+    assert cf.emotion == other and lib.entries[t1.motion_id]["emotion"] == other
+    assert lib.entries[t1.motion_id]["action"] == lib.entries[t0.motion_id]["action"]
+    assert (t1.x, t1.y, t1.yaw) == (t0.x, t0.y, t0.yaw)
+    assert cf.start_position == ep.start_position and cf.scene_id == ep.scene_id
+    assert cf.counterfactual_of == ep.episode_id

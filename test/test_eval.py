@@ -10,16 +10,23 @@ import sqlite3
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
+import psutil
 import pytest
+from rosbags.highlevel import AnyReader
 
-from affectsim_eval.evaluate import comparable
+from affectsim_core.errors import InvalidInput
+from affectsim_core.record import comparable
+from affectsim_core.ros.env import loopback_env, pick_domain_id
+from affectsim_eval.config import EvalConfig
+from affectsim_eval.dataset.episodes import load_split
+from affectsim_eval.ray_shards import _start
+from affectsim_eval.recording import typestore
 from affectsim_eval.report import write_report
-from affectsim_eval.runner import EpisodeWorker, EvalConfig, run_eval
+from affectsim_eval.runner import EpisodeWorker, run_eval
 from affectsim_eval.store import ResultsStore
-from affectsim_ros.core.errors import InvalidInput
 from affectsim_ros.launcher import GraphProcesses
-from affectsim_ros.ros.env import loopback_env, pick_domain_id
 
 AFFECTSIM = [sys.executable, "-m", "affectsim_ros.cli"]
 FAST = "majority,uniform"  # references: no model inference, so these tests time the pipeline only
@@ -53,10 +60,6 @@ def test_ros_graph_records_equal_in_process_records_and_mcap_is_readable(small_d
         assert on[i]["status"] == "ok", on[i]
         assert on[i] == off[i]
     assert (ros / "report.md").is_file() and (ros / "frames" / f"{ids[0]}.jpg").is_file()
-
-    from rosbags.highlevel import AnyReader
-
-    from affectsim_eval.recording import typestore
 
     with AnyReader([ros / "recordings" / ids[0]], default_typestore=typestore()) as reader:
         counts = {c.topic: c.msgcount for c in reader.connections}
@@ -117,11 +120,10 @@ def test_killed_run_resumes_without_losing_or_recomputing(small_data, tmp_path):
 def test_failing_episode_is_recorded_with_its_reason(small_data):
     data, _ = small_data
     w = EpisodeWorker(EvalConfig(recognizers=("majority",)).as_dict(), str(data))
-    from affectsim_ros.dataset.episodes import load_split
-
-    ep = dict(load_split("test", data / "episodes")[0], scene_id="scene_missing")
+    ep = replace(load_split("test", data / "episodes")[0], scene_id="scene_missing")
     res = w.run(ep)
-    assert res["status"] == "failed" and "scene_missing" in res["reason"]
+    assert res.status == "failed" and "scene_missing" in res.reason and res.record is None
+    assert res.stored()["status"] == "failed" and res.stored()["episode_id"] == ep.episode_id
     w.close()
 
 
@@ -158,10 +160,6 @@ def test_ray_shards_equal_a_local_run(small_data, tmp_path):
 
 @pytest.mark.slow
 def test_local_ray_cluster_listens_on_loopback_only():
-    import psutil
-
-    from affectsim_eval.ray_shards import _start
-
     ray = _start("local", 1)
     try:
         ray_pids = {p.pid for p in psutil.process_iter(["name", "cmdline"])

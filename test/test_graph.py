@@ -11,9 +11,9 @@ import pytest
 import rclpy
 from geometry_msgs.msg import Twist
 
-from affectsim_ros.ros.bridge_client import BridgeClient
-from affectsim_ros.ros.conversions import from_time
-from affectsim_ros.ros.env import loopback_env, pick_domain_id
+from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.conversions import from_time
+from affectsim_core.ros.env import loopback_env, pick_domain_id
 
 AFFECTSIM = [sys.executable, "-m", "affectsim_ros.cli"]
 
@@ -72,6 +72,12 @@ def test_bad_launch_arguments_fail_fast(arg, message):
 
 def test_bad_node_parameter_stops_the_node_with_a_clear_message():
     domain = pick_domain_id()
-    proc = subprocess.run([sys.executable, "-m", "affectsim_bridge.bridge_node", "--ros-args", "-p", "camera_width:=5"],
-                          env=loopback_env(domain), capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2 and "parameter camera_width=5 is invalid" in proc.stderr
+    for node, arg, message in (("bridge", "camera_width:=5", "parameter camera_width=5 is invalid"),
+                               ("bridge", "mode:=fast", "parameter mode='fast' is invalid; expected one of lockstep"),
+                               ("nav", "policy:=oracle", "parameter policy='oracle' is invalid; expected one of baseline"),
+                               ("perception", "detect_rate_hz:=-1.0", "parameter detect_rate_hz=-1.0 is invalid"),
+                               ("evaluator", "split:=dev", "parameter split='dev' is invalid; expected one of train")):
+        proc = subprocess.run([sys.executable, "-m", "affectsim_ros.nodes", node, "--ros-args", "-p", arg],
+                              env=loopback_env(domain), capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2 and message in proc.stderr, (node, proc.stderr[-2000:])
+        assert "Traceback" not in proc.stderr

@@ -2,15 +2,15 @@ import math
 
 import numpy as np
 import pytest
+from helpers import box_room
 
-from affectsim_bridge.backends import create_backend
+from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
 from affectsim_bridge.humans.body import BodyShape, geom_layout
 from affectsim_bridge.humans.motion import Motion, load_motion, loop_error, save_motion
 from affectsim_bridge.humans.skeleton import DOF_HI, DOF_LO, DOFS, JOINTS, forward_kinematics
-from affectsim_ros.core.errors import InvalidInput
-from affectsim_ros.core.geometry import Pose2D
-from helpers import box_room
+from affectsim_core.errors import InvalidInput
+from affectsim_core.geometry import Pose2D
 
 
 def test_skeleton_has_the_required_degrees_of_freedom():
@@ -46,7 +46,7 @@ def _random_motion(seed=0, frames=40):
 
 def test_mujoco_avatar_matches_numpy_kinematics():
     m = _random_motion()
-    b = create_backend("mujoco")
+    b = BACKENDS.create("mujoco")
     b.load(box_room(w=8, h=6), Pose2D(7.0, 1.0, 0.0), (HumanPlacement("p", 0.0, 0.0, 0.0, motion=m),))
     for frame in (0, 7, 23):
         b.sim_time = frame / m.fps

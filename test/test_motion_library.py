@@ -8,10 +8,11 @@ import pytest
 from affectsim_bridge.humans.features import library_stats
 from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.library import Library, build
-from affectsim_bridge.humans.motion import EMOTIONS, save_motion
+from affectsim_bridge.humans.motion import save_motion
 from affectsim_bridge.humans.styles import Performer
 from affectsim_bridge.humans.validate import Report, check_motion, validate_library
-from affectsim_ros.core.errors import InvalidInput
+from affectsim_core.errors import InvalidInput
+from affectsim_core.protocol import EMOTIONS
 
 SMALL = dict(ag_performers=2, ag_takes=1, oc_performances=30, oc_performers=3, dyadic=5)
 

@@ -7,31 +7,36 @@ import math
 import numpy as np
 import pytest
 
-from affectsim_bridge.backends.base import Action, HumanPlacement
-from affectsim_bridge.backends.mujoco_backend import MujocoBackend
+from affectsim_bridge.backends import BACKENDS
+from affectsim_bridge.backends.base import HumanPlacement, SimulatorBackend
 from affectsim_bridge.humans.generator import generate
-from affectsim_bridge.humans.motion import EMOTIONS, Motion
+from affectsim_bridge.humans.motion import Motion
 from affectsim_bridge.humans.styles import Performer
 from affectsim_bridge.scene import Scene, load_scene
-from affectsim_nav import runner as R
+from affectsim_core.actions import Action
+from affectsim_core.clips import Clip, clip_steps, clip_times, sample_indices
+from affectsim_core.episode import Episode
+from affectsim_core.geometry import Pose2D
+from affectsim_core.observation import EpisodeInfo, Observation
+from affectsim_core.protocol import EMOTIONS
+from affectsim_eval.dataset.composer import describe
+from affectsim_eval.orchestrator import evaluate_episode
+from affectsim_eval.passive import body_track, p_init_clip, p_mon_clip, p_ref_clip
+from affectsim_eval.reference import MAX_STEP, BodyTrack, frame_yaw, plan_reference, smooth_frame
+from affectsim_eval.worlds import InProcessWorld, SimulatorWorld
 from affectsim_nav.active import run_active
-from affectsim_nav.clips import Clip, clip_steps, sample_indices
 from affectsim_nav.executor import ActionExecutor, BudgetExhausted
 from affectsim_nav.planner import GridPlanner
-from affectsim_nav.policy import POLICIES, Decision, Policy
-from affectsim_nav.reference import MAX_STEP, BodyTrack, frame_yaw, plan_reference, smooth_frame
-from affectsim_ros.core.geometry import Pose2D
-from affectsim_ros.dataset.composer import describe
-from affectsim_ros.core.observation import EpisodeInfo, Observation
-
-import affectsim_nav.baseline  # noqa: F401  (registers "baseline")
+from affectsim_nav.policy import POLICIES, Decision, Policy, create_policy
+from affectsim_perception.person_model import BlazePose
+from affectsim_perception.recognizers import RECOGNIZERS
 
 START = Pose2D(1.5, 2.5, 0.0)  # living room of test_apartment, facing +x
 
 
 @pytest.fixture(scope="module")
 def backend():
-    b = MujocoBackend()
+    b = BACKENDS.create("mujoco")
     yield b
     b.close()
 
@@ -58,7 +63,7 @@ def info_for(backend, start: Pose2D, description=None) -> EpisodeInfo:
 # ------------------------------------------------------------------------------ executor
 def test_executor_counts_budgets_clipping_and_path(backend, scene):
     backend.load(scene, Pose2D(5.0, 3.8, 0.0))  # 1 m from the living/kitchen wall at x=6, beside its doorway
-    ex = ActionExecutor(R.OfflineWorld(backend), max_actions=6, max_planner_calls=2)
+    ex = ActionExecutor(SimulatorWorld(backend), max_actions=6, max_planner_calls=2)
     ex.start((backend.pose.x, backend.pose.y, backend.pose.yaw))
     for a in [Action.FORWARD] * 4 + [Action.TURN_LEFT, Action.STOP]:
         ex.step(a)
@@ -115,11 +120,11 @@ def test_reference_observer_keeps_the_relative_view_inside_navigable_space(backe
     m = generate("w", "walk", "happy", performer, 1)
     people = [person(m, 3.0, 2.0, 0.0)]
     backend.load(scene, START, tuple(people))
-    times = R.clip_times(m.duration)
-    track = R.body_track(people, times)
+    times = clip_times(m.duration)
+    track = body_track(people, times)
     assert set(BodyTrack.__dataclass_fields__) == {"times", "points", "root", "yaw"}  # geometry only, no labels
     head_h = float(backend.link_transforms()["head_camera_rgb_optical_frame"].translation[2])
-    plan = plan_reference(track, backend.navigable, R.RayCaster(backend), head_h, backend.head_intrinsics)
+    plan = plan_reference(track, backend.navigable, backend.line_of_sight, head_h, backend.head_intrinsics)
     assert backend.navigable.is_free(plan.base).all()
     assert (np.linalg.norm(np.diff(plan.base, axis=0), axis=1) <= MAX_STEP + 1e-9).all()  # a smooth trajectory
     centre, facing = smooth_frame(track, 0.25)
@@ -139,15 +144,15 @@ def test_reference_sees_more_of_the_body_than_a_rear_start(backend, scene, perfo
     m = generate("s", "standing", "sad", performer, 1, scenario="gestures")
     people = [person(m, 3.5, 2.5, 0.0)]  # facing +x, the robot at x=1.5 sees the back
     backend.load(scene, START, tuple(people))
-    times = R.clip_times(m.duration)
-    init = R.p_init_clip(backend, START, times)
-    ref, plan = R.p_ref_clip(backend, people, START, times)
+    times = clip_times(m.duration)
+    init = p_init_clip(backend, START, times)
+    ref, plan = p_ref_clip(backend, people, times)
     assert abs(plan.angle) <= math.radians(90)  # chooses a frontal-ish relative view
     assert len(init.frames) == len(ref.frames) == clip_steps(m.duration)
     assert np.allclose(init.camera_poses[0], init.camera_poses[-1])  # P-Init is fixed
     assert not np.allclose(ref.camera_poses[0][:3, 3], init.camera_poses[0][:3, 3])
     assert (backend.pose.x, backend.pose.y) == (START.x, START.y)  # rendering P-Ref restores the robot
-    mon = R.p_mon_clip(backend, START, "living", times)
+    mon = p_mon_clip(backend, START, "living", times)
     assert mon.frames[0].shape == (480, 640, 3) and np.allclose(mon.camera_poses[0], mon.camera_poses[-1])
 
 
@@ -168,14 +173,14 @@ def _reachable(root, limit=20000):
 def test_observation_cannot_carry_privileged_data(backend, scene, performer):
     m = generate("s", "standing", "angry", performer, 1, scenario="gestures")
     backend.load(scene, START, (person(m),))
-    obs = R.OfflineWorld(backend).observe(0)
+    obs = SimulatorWorld(backend).observe(0)
     info = info_for(backend, START)
     for root in (obs, info):
         objs = _reachable(root)
         kinds = {type(o) for o in objs}
         assert kinds <= {Observation, EpisodeInfo, np.ndarray, tuple, float, int, str, type(None)}, kinds
         for o in objs:
-            assert not isinstance(o, (HumanPlacement, Motion, Scene, MujocoBackend, dict))
+            assert not isinstance(o, (HumanPlacement, Motion, Scene, SimulatorBackend, dict))
             if isinstance(o, str):
                 assert o.lower() not in EMOTIONS
     assert not hasattr(obs, "__dict__")  # slots: nothing can be attached
@@ -213,7 +218,7 @@ def test_policy_registry_and_failures_end_the_episode_with_a_reason(backend, sce
     m = generate("s", "standing", "neutral", performer, 1, scenario="gestures")
     backend.load(scene, START, (person(m),))
     info = info_for(backend, START)
-    world = R.OfflineWorld(backend)
+    world = SimulatorWorld(backend)
     n = clip_steps(m.duration)
     res = run_active(world, info, POLICIES.create("stay"), n)
     assert res.outcome == "handoff" and res.log.handoff_step == 0 and len(res.clip.frames) == n
@@ -229,9 +234,9 @@ def test_baseline_hands_off_and_follows_a_visible_person(backend, scene, perform
     m = generate("s", "standing", "happy", performer, 1, scenario="gestures")
     backend.load(scene, START, (person(m, 4.0, 2.8, math.pi),))
     n = clip_steps(m.duration)
-    pol = POLICIES.create("baseline")
+    pol = create_policy("baseline", BlazePose)
     try:
-        res = run_active(R.OfflineWorld(backend), info_for(backend, START), pol, n)
+        res = run_active(SimulatorWorld(backend), info_for(backend, START), pol, n)
     finally:
         pol.close()
     assert res.outcome == "handoff", res.message
@@ -239,21 +244,29 @@ def test_baseline_hands_off_and_follows_a_visible_person(backend, scene, perform
     assert res.stages[res.log.handoff_step:].count("follow") == len(res.stages) - res.log.handoff_step
 
 
-def test_observe_episode_samples_every_setting_alike_and_falls_back(backend, scene, performer):
+def test_orchestrator_samples_every_setting_alike_and_falls_back(backend, scene, performer):
     m = generate("s", "standing", "fearful", performer, 1, scenario="gestures")
-    ep = {"episode_id": "t", "scene_id": "test_apartment", "monitor_room": "living",
-          "start_position": [1.5, 2.5, 0.0], "start_rotation": [1.0, 0.0, 0.0, 0.0],
-          "humans": [{"role": "target", "motion_id": "s", "x": 3.5, "y": 2.5, "yaw": 0.0, "phase": 0.4,
-                      "description": describe(m)}]}
-    obs = R.observe_episode(ep, backend, scene, lambda mid: m, _Spin(), max_actions=10)
+    ep = Episode.from_dict({
+        "episode_id": "test_ag_000000", "scene_id": "test_apartment", "monitor_room": "living",
+        "start_position": [1.5, 2.5, 0.0], "start_rotation": [1.0, 0.0, 0.0, 0.0], "family": "action_grounded",
+        "challenge": None, "emotion": "fearful", "action": "standing", "seed": 1,
+        "humans": [{"role": "target", "motion_id": "s", "x": 3.5, "y": 2.5, "yaw": 0.0, "phase": 0.4,
+                    "description": describe(m)}]})
+    world = InProcessWorld(backend, _Spin(), {"majority": RECOGNIZERS.create("majority")})
+    done = evaluate_episode(ep, world, scene, lambda mid: m, max_actions=10, max_planner_calls=80)
+    r = done.record
+    for name in ("p_init", "p_ref", "p_mon", "a_obs"):
+        assert done.frames[name].shape == (8, 224, 224, 3)
+    assert r.a_obs.outcome == "budget_exhausted" and r.a_obs.fallback
+    assert done.frames["a_obs"] is done.frames["p_init"]  # the paired P-Init clip
+    assert r.visible["a_obs"] == r.visible["p_init"]
+    assert r.visible["p_ref"] > r.visible["p_init"] - 1e-9 and 0 <= r.visible["p_mon"] <= 1
+    assert len(r.a_obs.trajectory) == 11 and r.a_obs.diagnostics.actions == 10
+    assert set(r.predictions["majority"]) == {"p_init", "p_ref", "p_mon", "a_obs"}
+    stay = evaluate_episode(ep, InProcessWorld(backend, POLICIES.create("stay"), world.recognizers), scene,
+                            lambda mid: m, max_actions=10, max_planner_calls=80)
+    assert not stay.record.a_obs.fallback and stay.record.a_obs.diagnostics.handoff_step == 0
     n = clip_steps(m.duration)
-    expected = (np.arange(n) * 0.25)[sample_indices(n)]
-    for name in ("p_init", "p_ref", "p_mon"):
-        assert np.allclose(obs.clips[name].times, expected) and obs.clips[name].sampled().shape == (8, 224, 224, 3)
-    assert obs.active.outcome == "budget_exhausted" and obs.clips["a_obs"].fallback
-    assert obs.clips["a_obs"].frames is obs.clips["p_init"].frames  # the paired P-Init clip
-    assert obs.visible["p_ref"] > obs.visible["p_init"] - 1e-9 and 0 <= obs.visible["p_mon"] <= 1
-    full = R.observe_episode(ep, backend, scene, lambda mid: m, POLICIES.create("stay"), full_rate=True)
-    assert len(full.clips["p_init"].frames) == n and np.allclose(full.clips["p_init"].times[sample_indices(n)], expected)
-    assert len(full.clips["a_obs"].frames) == n and not full.clips["a_obs"].fallback
-    assert np.array_equal(full.clips["a_obs"].sampled(), full.clips["p_init"].sampled())  # stay = P-Init's view
+    expected = (np.arange(n) * 0.25)[sample_indices(n)]  # A-Obs frames at the protocol's sampled instants
+    assert np.array_equal(stay.frames["a_obs"], stay.frames["p_init"])  # stay = P-Init's viewpoint and times
+    assert len(expected) == 8

@@ -11,17 +11,17 @@ import time
 
 import pytest
 import rclpy
-from affectsim_interfaces.action import AcquireObservation
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
-from affectsim_bridge.backends.base import Action
 from affectsim_bridge.humans.library import Library, build
+from affectsim_core.actions import Action
+from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.env import ensure_loopback
+from affectsim_interfaces.action import AcquireObservation
 from affectsim_ros.launcher import GraphProcesses
-from affectsim_ros.ros.bridge_client import BridgeClient
-from affectsim_ros.ros.env import ensure_loopback
 
 NavigateToPose = pytest.importorskip("nav2_msgs.action").NavigateToPose
 

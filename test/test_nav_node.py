@@ -1,4 +1,4 @@
-"""The nav node over DDS: the same trajectories as the offline runner, stage actions, feedback,
+"""The nav node over DDS: the same trajectories as the in-process active loop, stage actions, feedback,
 cancel and preemption, bad goals (Nav2 delegation: test_nav2_delegation.py)."""
 
 import math
@@ -7,24 +7,25 @@ import threading
 import numpy as np
 import pytest
 import rclpy
-from affectsim_interfaces.action import AcquireObservation, FollowPerson, Handoff, SearchPerson
 from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
 
+from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
-from affectsim_bridge.backends.mujoco_backend import MujocoBackend
 from affectsim_bridge.humans.library import Library, build
 from affectsim_bridge.scene import load_scene
-from affectsim_nav import runner as R
+from affectsim_core.geometry import Pose2D
+from affectsim_core.observation import EpisodeInfo
+from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.env import ensure_loopback
+from affectsim_core.ros.topics import SERVICES
+from affectsim_eval.dataset.composer import describe
+from affectsim_eval.worlds import SimulatorWorld
+from affectsim_interfaces.action import AcquireObservation, FollowPerson, Handoff, SearchPerson
 from affectsim_nav.active import run_active
-from affectsim_nav.policy import POLICIES
-from affectsim_ros.core.geometry import Pose2D
-from affectsim_ros.dataset.composer import describe
+from affectsim_nav.policy import create_policy
+from affectsim_perception.person_model import BlazePose
 from affectsim_ros.launcher import GraphProcesses
-from affectsim_ros.ros.bridge_client import BridgeClient
-from affectsim_ros.ros.env import ensure_loopback
-
-import affectsim_nav.baseline  # noqa: F401
 
 SCENE = "test_apartment"
 
@@ -45,7 +46,7 @@ def graph(library, tmp_path_factory):
         rclpy.init()
         client = BridgeClient("nav_test_client", topics=("rgb",))
         client.wait_for_bridge(90)
-        clients = {t: ActionClient(client.node, t, f"/affectsim/{n}") for t, n in (
+        clients = {t: ActionClient(client.node, t, SERVICES[n]) for t, n in (
             (AcquireObservation, "acquire_observation"), (SearchPerson, "search_person"), (Handoff, "handoff"),
             (FollowPerson, "follow_person"))}
         for c in clients.values():
@@ -94,8 +95,8 @@ def test_ros_and_offline_runs_give_identical_trajectories(graph, library):
         ([("target", standing[1], 8.5, 4.2, math.pi)], (1.5, 2.5, 1.57), 80),
         ([("target", standing[0], 4.2, 3.2, math.pi), ("partner", standing[-1], 4.2, 1.9, math.pi)], (1.5, 2.5, 0.3), 60),
     ]
-    backend = MujocoBackend()
-    policy = POLICIES.create("baseline")
+    backend = BACKENDS.create("mujoco")
+    policy = create_policy("baseline", BlazePose)
     try:
         for k, (people, start, budget) in enumerate(cases):
             humans, placements, pose, desc = _episode(lib, people, start)
@@ -106,13 +107,10 @@ def test_ros_and_offline_runs_give_identical_trajectories(graph, library):
                                                           target_description=desc),
                                   on_feedback=lambda f: feedback.append(f.feedback))
             backend.load(load_scene(SCENE), pose, tuple(placements))
-            info = R.episode_info({"episode_id": f"e{k}", "humans": [{"role": "target", "description": desc}]
-                                   + ([{"role": "partner"}] if desc else []),
-                                   "start_position": [*start[:2], 0.0], "start_rotation": [1.0, 0.0, 0.0, 0.0]},
-                                  backend.navigable)
-            info = type(info).make(info.episode_id, info.occupancy, info.origin, info.resolution,
-                                   (pose.x, pose.y, pose.yaw), info.robot_radius, info.target_description)
-            off = run_active(R.OfflineWorld(backend), info, policy, 10, max_actions=budget)
+            grid, origin = backend.navigable.occupancy_grid(0.05)
+            info = EpisodeInfo.make(f"e{k}", grid, origin, 0.05, (pose.x, pose.y, pose.yaw), backend.navigable.radius,
+                                    desc or None)
+            off = run_active(SimulatorWorld(backend), info, policy, 10, max_actions=budget)
             ros_traj = [(p.x, p.y, p.theta) for p in res.trajectory]
             assert ros_traj == [(x, y, th) for _, x, y, th in off.log.trajectory], f"case {k}"
             assert res.outcome == off.outcome and res.planner_calls == off.log.planner_calls

@@ -2,10 +2,10 @@ import math
 
 import numpy as np
 import pytest
+from helpers import box_room
 
 from affectsim_bridge.navigable import NavigableSpace
 from affectsim_bridge.scene import load_scene
-from helpers import box_room
 
 R = 0.3
 

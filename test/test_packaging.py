@@ -3,6 +3,8 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -21,10 +23,12 @@ def test_launch_file_compiles_and_uses_the_shared_graph():
     assert "GRAPHS" in text and "validate_launch_args" in text and "LOCALHOST" in text
 
 
-def test_parameter_file_matches_node_parameters():
-    import yaml
+def test_parameter_file_is_generated_from_the_node_declarations():
+    from affectsim_ros.nodes import NODES, PARAMS_FILE, parameter_file_text
 
-    from affectsim_bridge.bridge_node import PARAMS
-
-    params = yaml.safe_load((ROOT / "config" / "bench.yaml").read_text())["bridge"]["ros__parameters"]
-    assert set(params) == set(PARAMS)
+    assert PARAMS_FILE.read_text() == parameter_file_text(), "run `affectsim params write`"
+    params = yaml.safe_load(PARAMS_FILE.read_text())
+    for node, (_cls, _threads, declared) in NODES.items():
+        assert params[node]["ros__parameters"] == {p.name: p.default for p in declared}
+        for p in declared:
+            assert p.description and p.descriptor().read_only and p.descriptor().additional_constraints

@@ -2,25 +2,27 @@
 rejected while it keeps serving, and person detections from the camera stream."""
 
 import math
+import os
 import threading
 
 import numpy as np
 import pytest
 import rclpy
-from affectsim_interfaces.action import Recognize
-from affectsim_interfaces.msg import PersonDetections
 from rclpy.action import ActionClient
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from affectsim_bridge.backends.base import Action
 from affectsim_bridge.humans.library import Library, build
+from affectsim_core.actions import Action
+from affectsim_core.person_tracking import locate
+from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.conversions import from_time, image_msg, to_time
+from affectsim_core.ros.env import ensure_loopback
+from affectsim_core.ros.sensors import observation_from_msgs
+from affectsim_interfaces.action import Recognize
+from affectsim_interfaces.msg import PersonDetections
+from affectsim_perception.person_model import BlazePose
 from affectsim_perception.recognizers import RECOGNIZERS, ClipInput
 from affectsim_ros.launcher import GraphProcesses
-from affectsim_ros.ros.bridge_client import BridgeClient
-from affectsim_ros.ros.conversions import from_time, image_msg, to_time
-from affectsim_ros.ros.env import ensure_loopback
-
-import os
 
 NAMES = os.environ.get("AFFECTSIM_TEST_RECOGNIZERS", "pose-temporal,rgb-clip,committee,majority,uniform").split(",")
 
@@ -34,7 +36,7 @@ def graph(tmp_path_factory):
                         extra_params={"bridge": {"motion_library": str(lib)}, "perception": {"recognizers": NAMES}}) as g:
         ensure_loopback(g.domain_id)
         rclpy.init()
-        client = BridgeClient("perception_test_client", topics=("rgb", "depth"))
+        client = BridgeClient("perception_test_client", topics=("rgb", "depth", "rgb_info", "tf", "tf_static"))
         detections = []
         client.node.create_subscription(PersonDetections, "/affectsim/person_detections", detections.append,
                                         QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE))
@@ -62,8 +64,8 @@ def _recognize(action, frames, names=()):
 
 def _clip(client, lib):
     """8 frames of a person in front of the robot, through the bridge, resized to 224x224."""
-    from affectsim_nav.clips import resize
-    from affectsim_ros.ros.conversions import image_to_array
+    from affectsim_core.clips import resize
+    from affectsim_core.ros.conversions import image_to_array
 
     mid = sorted(i for i, e in Library(lib).entries.items() if e["action"] == "standing")[0]
     humans = [{"id": "target", "x": 3.8, "y": 2.5, "yaw": math.pi, "appearance": 0, "is_target": True,
@@ -124,4 +126,12 @@ def test_person_detections_follow_the_camera_stream(graph):
     assert d.header.frame_id == "head_camera_rgb_optical_frame" and len(d.people) == 1
     p = d.people[0]
     assert len(p.keypoints) == 99 and p.x0 < p.x1 and p.y0 < p.y1
-    assert 1.8 < p.position.z < 2.8  # the person stands 2.3 m ahead; depth at the torso
+    assert math.hypot(p.position.x - 3.8, p.position.y - 2.5) < 0.4 and p.position.z == 0.0  # map floor position
+    # the node locates people with the policies' code: the same frame located here gives the same position
+    match = lambda m: abs(from_time(m.header.stamp) - t) < 1e-6  # noqa: E731
+    obs = observation_from_msgs(client.wait_for("rgb", match), client.wait_for("depth", match),
+                                client.wait_for("rgb_info", match), client.wait_for("tf_static"),
+                                client.wait_for("tf", lambda m: abs(from_time(m.transforms[0].header.stamp) - t) < 1e-6),
+                                0)
+    here = locate(BlazePose().detect(np.array(obs.rgb)), obs)
+    assert (p.position.x, p.position.y) == pytest.approx(here.xy, abs=1e-6)

@@ -6,7 +6,11 @@ import shutil
 import numpy as np
 import pytest
 
-from affectsim_perception.recognizers import EMOTIONS, RECOGNIZERS, ClipInput, load_checkpoint
+from affectsim_bridge.backends import BACKENDS
+from affectsim_core.episode import Episode, EpisodeHuman
+from affectsim_core.protocol import EMOTIONS
+from affectsim_eval.train import TRAINABLE
+from affectsim_perception.recognizers import RECOGNIZERS, ClipInput, load_checkpoint
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR
 
 LOCAL = [n for n in RECOGNIZERS.names() if n != "vlm-openai"]  # the VLM client: test_vlm_client.py
@@ -14,15 +18,15 @@ LOCAL = [n for n in RECOGNIZERS.names() if n != "vlm-openai"]  # the VLM client:
 
 @pytest.fixture(scope="module")
 def clips():
-    from affectsim_bridge.backends.base import CameraIntrinsics, HumanPlacement
-    from affectsim_bridge.backends.mujoco_backend import MujocoBackend
+    from affectsim_bridge.backends.base import HumanPlacement
     from affectsim_bridge.humans.generator import generate
     from affectsim_bridge.humans.preview import studio_scene
     from affectsim_bridge.humans.styles import Performer
-    from affectsim_nav.clips import resize
-    from affectsim_ros.core.geometry import Pose2D, Transform, look_at_rotation
+    from affectsim_core.camera import CameraIntrinsics
+    from affectsim_core.clips import resize
+    from affectsim_core.geometry import Pose2D, Transform, look_at_rotation
 
-    b = MujocoBackend()
+    b = BACKENDS.create("mujoco")
     out = []
     for k, emotion in enumerate(("happy", "sad")):
         m = generate("r", "standing", emotion, Performer.sample(f"R{k}", np.random.default_rng(k)), 1,
@@ -40,24 +44,7 @@ def clips():
     return out
 
 
-@pytest.mark.parametrize("name", LOCAL)
-def test_every_recognizer_gives_probabilities_and_is_deterministic(name, clips):
-    from affectsim_perception.person_model import clear_pose_cache
-
-    rec = RECOGNIZERS.create(name)
-    try:
-        for clip in clips:
-            a = rec.predict(clip)
-            clear_pose_cache()  # the second pass runs BlazePose again (tracking state reset per clip)
-            b = rec.predict(clip)
-            assert a.probs.shape == (5,) and a.probs.sum() == pytest.approx(1.0) and (a.probs >= 0).all()
-            assert a.outcome == "ok" and a.label in EMOTIONS
-            assert np.array_equal(a.probs, b.probs) and a.label == b.label
-    finally:
-        rec.close()
-
-
-@pytest.mark.parametrize("name", ["pose-temporal", "rgb-clip", "committee", "majority"])
+@pytest.mark.parametrize("name", TRAINABLE)
 def test_shipped_checkpoints_have_manifests_and_reload_identically(name, clips):
     ck = load_checkpoint(name)
     m = ck.manifest
@@ -127,15 +114,17 @@ def test_pose_features_of_mirrored_and_empty_clips():
 def test_training_subsets_grow_by_disjoint_stratified_tiers():
     from collections import Counter
 
-    from affectsim_perception.train import _subset, tiered_subset
+    from affectsim_eval.train import _subset, tiered_subset
 
-    eps = [{"episode_id": f"e{i:04d}", "family": "ab"[i % 2], "emotion": EMOTIONS[i % 5]} for i in range(1000)]
+    eps = [Episode(f"e{i:04d}", "scene_000", (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0),
+                   ("action_grounded", "dyadic")[i % 2], None, EMOTIONS[i % 5], "walk", "g", i, None,
+                   (EpisodeHuman("target", "m", 0.0, 0.0, 0.0, 0.0),)) for i in range(1000)]
     first = tiered_subset(eps, (200,), 3)
     both = tiered_subset(eps, (200, 300), 3)
     assert first == _subset(eps, 200, 3) == both[:200]  # adding a tier keeps the earlier draw
-    ids = [e["episode_id"] for e in both]
+    ids = [e.episode_id for e in both]
     assert len(ids) == len(set(ids)) == 500
-    assert set(Counter(e["emotion"] for e in both[200:]).values()) == {60}
+    assert set(Counter(e.emotion for e in both[200:]).values()) == {60}
     assert both == tiered_subset(eps, (200, 300), 3) and both != tiered_subset(eps, (200, 300), 4)
 
 
@@ -143,9 +132,9 @@ def test_rendering_reuses_cached_clips_and_resumes_where_it_was_interrupted(tmp_
     """Clips taken from an earlier cache or from the parts of an interrupted render equal a fresh render."""
     from functools import partial
 
-    from affectsim_perception.training_data import load_clips
-    from affectsim_perception.training_data import render_split as render
-    from affectsim_ros.dataset.episodes import load_split
+    from affectsim_eval.dataset.episodes import load_split
+    from affectsim_eval.training_data import load_clips
+    from affectsim_eval.training_data import render_split as render
 
     data, _ = small_data
     render_split = partial(render, motions=data / "motions", scenes_dir=data / "scenes")

@@ -2,20 +2,22 @@ import math
 
 import numpy as np
 import pytest
-
-from affectsim_bridge.backends import create_backend
-from affectsim_bridge.backends.base import Action, CameraIntrinsics, HumanPlacement, LaserSpec
-from affectsim_bridge.scene import load_scene
-from affectsim_ros.core.errors import InvalidInput, MissingDependency
-from affectsim_ros.core.geometry import Pose2D, Transform, look_at_rotation
 from helpers import box_room
+
+from affectsim_bridge.backends import BACKENDS
+from affectsim_bridge.backends.base import HumanPlacement, LaserSpec
+from affectsim_bridge.scene import load_scene
+from affectsim_core.actions import Action
+from affectsim_core.camera import CameraIntrinsics
+from affectsim_core.errors import InvalidInput, MissingDependency
+from affectsim_core.geometry import Pose2D, Transform, look_at_rotation
 
 CAB = {"id": "cab", "type": "cabinet", "position": [4.0, 2.0], "size": [0.4, 1.0, 1.2], "material": "cabinet"}
 
 
 @pytest.fixture(scope="module")
 def box_backend():
-    b = create_backend("mujoco")
+    b = BACKENDS.create("mujoco")
     b.load(box_room(furniture=[CAB]), Pose2D(1.0, 1.0, 0.0))
     yield b
     b.close()
@@ -71,7 +73,7 @@ def test_same_actions_give_identical_poses_and_images():
     seq = [Action.FORWARD] * 5 + [Action.TURN_LEFT] * 4 + [Action.FORWARD] * 6 + [Action.TURN_RIGHT] * 2
     runs = []
     for _ in range(2):
-        b = create_backend("mujoco")
+        b = BACKENDS.create("mujoco")
         b.load(scene, Pose2D(1.0, 2.5, 0.0), people)
         poses, frames = [], []
         for a in seq:
@@ -109,6 +111,6 @@ def test_velocity_integration_and_turns(box_backend):
 
 def test_habitat_backend_fails_with_install_hint():
     with pytest.raises(MissingDependency, match="habitat-sim"):
-        create_backend("habitat")
+        BACKENDS.create("habitat")
     with pytest.raises(KeyError, match="registered: habitat, mujoco"):
-        create_backend("gazebo")
+        BACKENDS.create("gazebo")

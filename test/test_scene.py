@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from affectsim_bridge.scene import BUILTIN_DIR, load_scene, parse_scene
-from affectsim_ros.core.errors import InvalidInput
+from affectsim_core.errors import InvalidInput
 
 
 @pytest.fixture(scope="module")

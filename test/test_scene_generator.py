@@ -5,10 +5,9 @@ import json
 import pytest
 
 from affectsim_bridge import scene as scene_mod
-from affectsim_bridge.scene import parse_scene, resolve_scene_path
+from affectsim_bridge.scene import Rect, parse_scene, resolve_scene_path
 from affectsim_bridge.scene_generator import _overlap, build_scenes, check_scene, generate_scene
-from affectsim_bridge.scene import Rect
-from affectsim_ros.core.errors import InvalidInput
+from affectsim_core.errors import InvalidInput
 
 
 @pytest.mark.parametrize("index", [0, 23, 50])

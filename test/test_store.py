@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from affectsim_core.errors import InvalidInput
 from affectsim_eval.store import ResultsStore
-from affectsim_ros.core.errors import InvalidInput
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = {"split": "test", "seed": 7, "recognizers": {"face": "fer-v1", "pose": "st-gcn"}, "policy": "greedy"}

@@ -2,53 +2,14 @@
 
 import base64
 import io
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
+from helpers import Server
 from PIL import Image
 
 from affectsim_perception.recognizers import RECOGNIZERS, ClipInput
 from affectsim_perception.recognizers.vlm_openai import parse_label
-
-
-class Server:
-    """127.0.0.1 only. ``script`` is a list of replies: (status, content or None, delay s)."""
-
-    def __init__(self) -> None:
-        self.requests, self.script = [], []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append((self.path, self.headers.get("Authorization"), body))
-                status, content, delay = outer.script.pop(0) if outer.script else (200, "neutral", 0.0)
-                threading.Event().wait(delay)
-                payload = {"choices": [{"message": {"role": "assistant", "content": content}}]} if status == 200 \
-                    else {"error": "scripted"}
-                data = json.dumps(payload).encode()
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 @pytest.fixture()

@@ -1,1 +1,0 @@
-"""The episode dataset: schema and storage, composer, splits and build."""
