@@ -35,6 +35,7 @@ from affectsim_core.protocol import EMOTIONS
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import image_msg, to_time
 from affectsim_core.ros.env import ensure_loopback
+from affectsim_core.ros.topics import SERVICES
 from affectsim_eval.dataset.episodes import load_split
 from affectsim_eval.passive import p_ref_clip, placements
 from affectsim_eval.train import GOOD_VIEW
@@ -115,7 +116,6 @@ def quality(data: Path = DATA_DIR, out_png: Path | None = None) -> dict:
                        "n": [int((bins == i).sum()) for i in range(len(edges) - 1)]}
         res[name] = r
     if out_png is not None:
-
         fig = Figure(figsize=(15, 4))
         axes = fig.subplots(1, 3)
         for ax, (cond, (_, edges)) in zip(axes, conditions.items()):
@@ -174,9 +174,9 @@ def node_throughput(clips: list[ClipInput]) -> dict:
         ensure_loopback(g.domain_id)
         rclpy.init()
         client = BridgeClient("bench_perception", topics=())
-        action = ActionClient(client.node, Recognize, "/affectsim/recognize")
+        action = ActionClient(client.node, Recognize, SERVICES["recognize"])
         if not action.wait_for_server(120):
-            raise TimeoutError("/affectsim/recognize not available within 120 s")
+            raise TimeoutError(f"{SERVICES['recognize']} not available within 120 s")
         goals = [Recognize.Goal(frames=[image_msg(f, "rgb8", "clip", to_time(0.0)) for f in c.frames]) for c in clips]
 
         def once(goal):

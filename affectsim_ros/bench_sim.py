@@ -31,6 +31,7 @@ from affectsim_core.geometry import Pose2D
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.env import ensure_loopback
+from affectsim_core.ros.topics import TOPICS
 from affectsim_ros.launcher import GraphProcesses
 
 START = Pose2D(1.0, 2.5, 0.0)
@@ -139,7 +140,7 @@ def _free_run(rtf: str, seconds: float, log_dir: Path) -> dict:
             client = BridgeClient("bench_client", topics=("rgb", "clock"))
             client.wait_for_bridge(60)
             client.wait_for("rgb", timeout=30)
-            pub = client.node.create_publisher(Twist, "/cmd_vel", 10)
+            pub = client.node.create_publisher(Twist, TOPICS["cmd_vel"], 10)
             cmd = Twist()
             cmd.angular.z = 0.3
             clock0 = client.wait_for("clock", timeout=10)

@@ -36,6 +36,7 @@ from affectsim_bridge.humans.validate import validate_library
 from affectsim_bridge.navigable import NavigableSpace
 from affectsim_bridge.scene import builtin_scene_ids, load_scene
 from affectsim_core.errors import AffectSimError, InvalidInput
+from affectsim_core.plugins import load_plugins
 from affectsim_core.protocol import EMOTIONS, MAX_ACTIONS, MAX_PLANNER_CALLS, SPLITS
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.env import ensure_loopback
@@ -98,22 +99,18 @@ def _tour(ns: argparse.Namespace) -> int:
 
 def _bench(ns: argparse.Namespace) -> int:
     if ns.what == "sim":
-
         res = bench_sim.run(Path(ns.out) if ns.out else None, ns.frames, ns.steps, ns.free_run_seconds)
         return 0 if res else 1
     if ns.what == "nav":
-
         for name in ("episodes", "workers"):
             if getattr(ns, name) < 1:
                 raise InvalidInput(f"--{name}", getattr(ns, name), "a positive integer")
         bench_nav.run(Path(ns.out) if ns.out else None, ns.episodes, ns.workers, ns.split)
         return 0
     if ns.what == "perception":
-
         bench_perception.run(Path(ns.out) if ns.out else None)
         return 0
     if ns.what == "full":
-
         bench_full.run(Path(ns.out) if ns.out else None, ns.episodes if ns.episodes != 100 else 12, ns.split)
         return 0
     raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav, perception, full")
@@ -167,7 +164,6 @@ def _motions(ns: argparse.Namespace) -> int:
         return 0
     lib = library.Library(root)
     if ns.what == "validate":
-
         report = validate_library(lib)
         print(f"[validate] {report.checked} clips, {len(lib.manifest.get('dyadic', []))} dyadic sequences checked")
         for reason, n in report.failures.most_common():
@@ -177,12 +173,10 @@ def _motions(ns: argparse.Namespace) -> int:
             print(f"[validate] all checks passed (largest planted-foot speed {slide:.3f} m/s)")
         return 0 if report.ok else 1
     if ns.what == "stats":
-
         res = library_stats(lib)
         ok = all(c["holds"] for c in res["checks"]) and 0.7 <= res["macro_f1"] <= 0.97
         return 0 if ok else 1
     if ns.what == "import-bvh":
-
         jm = json.loads(Path(ns.joint_map).read_text()) if ns.joint_map else None
         motions, skipped = [], []
         for i, f in enumerate(ns.files):
@@ -196,7 +190,6 @@ def _motions(ns: argparse.Namespace) -> int:
         print(f"[import-bvh] added {len(motions)} clips to {root}; skipped {len(skipped)} outside the five classes")
         return 0
     if ns.what == "export-bvh":
-
         if not ns.files:
             raise AffectSimError("export-bvh needs a motion id (positional)")
         out = Path(ns.out) / f"{ns.files[0]}.bvh"
@@ -204,7 +197,6 @@ def _motions(ns: argparse.Namespace) -> int:
         print(f"[export-bvh] {out}")
         return 0
     if ns.what == "preview":
-
         sel = lib.select(emotion=ns.emotion, action=ns.action, **({"performer": ns.performer} if ns.performer else {}))
         if not sel:
             raise AffectSimError(f"no clip with emotion={ns.emotion!r} action={ns.action!r} in {root}")
@@ -250,7 +242,6 @@ def _dataset(ns: argparse.Namespace) -> int:
             raise AffectSimError(f"dataset {ns.what} needs an EPISODE_ID")
         ep = inspect.find_episode(ns.episode, root)
         if ns.what == "counterfactual":
-
             ep = inspect.counterfactual(ep, ns.emotion, Library())
             d = ep.to_dict()
             print(json.dumps({k: d[k] for k in ("episode_id", "counterfactual_of", "emotion", "humans")}, indent=1))
@@ -372,6 +363,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        load_plugins()  # users' plugins are valid choices of --policy, --recognizers, --backend
+    except AffectSimError as exc:
+        print(f"affectsim: error: {exc}", file=sys.stderr)
+        return 2
     ns = build_parser().parse_args(argv)
     try:
         return ns.fn(ns)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import affectsim_nav  # noqa: F401  (registers the shipped policies)
 import affectsim_perception  # noqa: F401  (registers the person detectors and recognizers)
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
 from affectsim_bridge.scene import resolve_scene_path
 from affectsim_core.errors import InvalidInput
+from affectsim_core.protocol import MODES, SPLITS
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS
 
@@ -37,12 +38,18 @@ class LaunchArgument:
     name: str
     default: str
     description: str
-    choices: tuple[str, ...] | None = None
+    choices: Sequence[str] | Callable[[], Sequence[str]] | None = None  # a callable: a registry's names
     check: Callable[[str], bool] | None = None
     expected: str = ""
     node: str = "bridge"  # parameter of this node
     param_type: Callable[[str], object] = str
     also: tuple[str, ...] = ()  # further nodes that take the same parameter
+
+    def accepted(self) -> list[str] | None:
+        """The accepted values (a registry's names read now, after plugins were loaded), or None."""
+        if self.choices is None:
+            return None
+        return list(self.choices() if callable(self.choices) else self.choices)
 
 
 def _is_float_in(lo: float, hi: float) -> Callable[[str], bool]:
@@ -78,12 +85,12 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument("scene", "test_apartment", "scene to load: built-in id or scene file path",
                    check=lambda v: _scene_ok(v), expected="a built-in scene id or an existing scene file"),
     LaunchArgument("mode", "lockstep", "lockstep: discrete actions via /affectsim/apply_action; "
-                   "free_run: /cmd_vel at real_time_factor", choices=("lockstep", "free_run")),
+                   "free_run: /cmd_vel at real_time_factor", choices=MODES),
     LaunchArgument("real_time_factor", "1.0", "free_run: sim seconds per wall second",
                    check=_is_float_in(0.1, 10.0), expected="a number in [0.1, 10]", param_type=float),
     LaunchArgument("backend", DEFAULT_BACKEND, "simulator backend (bridge; the evaluator's geometry copy)",
-                   choices=tuple(BACKENDS.names()), also=("evaluator",)),
-    LaunchArgument("split", "test", "evaluator: dataset split", choices=("train", "val", "test"), node="evaluator"),
+                   choices=BACKENDS.names, also=("evaluator",)),
+    LaunchArgument("split", "test", "evaluator: dataset split", choices=SPLITS, node="evaluator"),
     LaunchArgument("episodes", "100", "evaluator: stratified subset size (0 = the whole split)",
                    check=_int_in(0, 1_000_000), expected="an integer >= 0", node="evaluator", param_type=int),
     LaunchArgument("seed", "0", "evaluator: seed of the subset", check=_int_in(0, 2**31 - 1),
@@ -92,9 +99,9 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    node="evaluator", param_type=lambda v: _names(v) or [""]),
     LaunchArgument("recognizers", ",".join(DEFAULT_RECOGNIZERS),
                    "comma-separated recognizers (perception node and evaluator)", check=_recognizers_ok,
-                   expected=f"comma-separated names from {', '.join(RECOGNIZERS.names())}", node="perception",
+                   expected="comma-separated registered recognizer names", node="perception",
                    param_type=_names, also=("evaluator",)),
-    LaunchArgument("policy", "baseline", "A-Obs policy (nav node and evaluator)", choices=tuple(POLICIES.names()),
+    LaunchArgument("policy", "baseline", "A-Obs policy (nav node and evaluator)", choices=POLICIES.names,
                    node="nav", also=("evaluator",)),
     LaunchArgument("output_dir", "results/bench", "evaluator: run directory (results.sqlite, report.md); "
                    "an existing run there is resumed", check=lambda v: bool(v.strip()), expected="a directory path",
@@ -133,8 +140,9 @@ def validate_launch_args(values: dict[str, str]) -> dict[str, dict[str, object]]
         if name not in known:
             raise InvalidInput("launch argument", name, f"one of {', '.join(known)}")
         arg = known[name]
-        if arg.choices is not None and value not in arg.choices:
-            raise InvalidInput(f"launch argument {name}", value, f"one of {', '.join(arg.choices)}")
+        choices = arg.accepted()
+        if choices is not None and value not in choices:
+            raise InvalidInput(f"launch argument {name}", value, f"one of {', '.join(choices)}")
         if arg.check is not None and not arg.check(value):
             raise InvalidInput(f"launch argument {name}", value, arg.expected)
         for node in (arg.node, *arg.also):

@@ -3,8 +3,9 @@
 
 Composing plugins is the application's job. Importing the plugin packages here registers every
 shipped plugin (backends, policies, person detectors, recognizers) before a node reads its
-parameters; the nav node (level 3) names its person detector by a registry entry of
-``affectsim_core`` that the perception package (its peer, which it must not import) fills.
+parameters, and :func:`~affectsim_core.plugins.load_plugins` imports the users' plugin modules; the
+nav node (level 3) names its person detector by a registry entry of ``affectsim_core`` that the
+perception package (its peer, which it must not import) fills.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import affectsim_nav  # noqa: F401  (registers the shipped policies)
 import affectsim_perception  # noqa: F401  (registers the person detectors and recognizers)
 from affectsim_bridge import bridge_node
+from affectsim_core.plugins import load_plugins
 from affectsim_core.ros.node_main import run_node
 from affectsim_core.ros.params import parameter_file
 from affectsim_eval import evaluator_node
@@ -39,8 +41,14 @@ def parameter_file_text() -> str:
 
 
 def run(name: str, args: list[str] | None = None) -> None:
+    """Run node ``name`` (users' plugin modules are imported first, so their names are valid parameters)."""
     cls, threads, _params = NODES[name]
-    run_node(cls, name, args, threads=threads)
+
+    def create():
+        load_plugins()
+        return cls()
+
+    run_node(create, name, args, threads=threads)
 
 
 def bridge_main(args: list[str] | None = None) -> None:

@@ -17,6 +17,7 @@ from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from affectsim_core.plugins import load_plugins
 from affectsim_ros.graph import GRAPHS, LAUNCH_ARGUMENTS, default_params_file, validate_launch_args
 from launch import LaunchDescription
 
@@ -34,8 +35,9 @@ def _nodes(context):
 
 
 def generate_launch_description() -> LaunchDescription:
+    load_plugins()  # users' policies, recognizers, backends (entry points, $AFFECTSIM_PLUGINS) are launch choices
     args = [DeclareLaunchArgument(a.name, default_value=a.default, description=a.description,
-                                  **({"choices": list(a.choices)} if a.choices else {}))
+                                  **({"choices": a.accepted()} if a.choices else {}))
             for a in LAUNCH_ARGUMENTS]
     args.append(DeclareLaunchArgument("params_file", default_value=str(default_params_file()),
                                       description="YAML parameter file for every node"))
