@@ -39,7 +39,7 @@ from affectsim_core.camera import FETCH_HEAD_HEIGHT, FETCH_HEAD_VFOV_DEG, FETCH_
 from affectsim_core.clips import resize
 from affectsim_core.errors import AffectSimError, InvalidInput
 from affectsim_core.geometry import Pose2D, Transform
-from affectsim_core.protocol import STEP_SECONDS, TURN_RAD
+from affectsim_core.protocol import MODES, STEP_SECONDS, TURN_RAD
 from affectsim_core.ros import conversions as cv
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES, TOPICS
@@ -47,7 +47,6 @@ from affectsim_interfaces.srv import ApplyAction, LoadWorld, RenderViews
 
 MAP_RESOLUTION = 0.05
 
-MODES = ("lockstep", "free_run")
 CAMERA_MAX_PX = 1280  # head camera width and height limit (the model's offscreen buffer)
 
 PARAMS: tuple[Param, ...] = (

@@ -30,6 +30,10 @@ STEP_SECONDS = 0.25
 FORWARD_M = 0.25
 TURN_RAD = math.radians(15.0)
 
+#: How the bridge advances sim time (DESIGN.md section 3): each discrete action advances it by one step
+#: (the benchmark; bit-for-bit repeatable), or it runs on its own, paced to a real-time factor (/cmd_vel, Nav2).
+MODES: tuple[str, ...] = ("lockstep", "free_run")
+
 #: Acquisition budget until a stable handoff (section 6).
 MAX_ACTIONS = 480
 MAX_PLANNER_CALLS = 80

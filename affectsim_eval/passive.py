@@ -21,6 +21,7 @@ from affectsim_core.clips import Clip
 from affectsim_core.episode import Episode
 from affectsim_core.geometry import Pose2D, Transform, look_at_rotation
 from affectsim_core.observation import EpisodeInfo
+from affectsim_core.ros.topics import OPTICAL_FRAME
 from affectsim_eval.reference import BodyTrack, ReferencePlan, plan_reference, view_quality
 
 
@@ -82,7 +83,7 @@ def p_ref_views(backend: SimulatorBackend, people: list[HumanPlacement], times: 
     ``backend``: navigable space, line of sight, head height) and viewed at the indices ``render``
     (default all) from the robot's own head camera: the base stands at the planned point facing
     the body, the head tilts to centre it."""
-    head = backend.link_transforms()["head_camera_rgb_optical_frame"].translation
+    head = backend.link_transforms()[OPTICAL_FRAME].translation
     track = body_track(people, times)
     plan = plan_reference(track, backend.navigable, backend.line_of_sight, float(head[2]), backend.head_intrinsics)
     views = []

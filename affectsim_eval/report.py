@@ -155,7 +155,6 @@ def render(s: dict, meta: dict, failures: list[tuple[str, str]], figures: dict[s
 
 
 def _paired_figure(s: dict, path: Path) -> None:
-
     names = s["recognizers"]
     fig = Figure(figsize=(1.6 + 1.3 * len(names), 3.4))
     ax = fig.subplots()

@@ -1,7 +1,7 @@
 """Training clips for the recognizers, rendered from one dataset split under a spread of viewpoints.
 
 For each episode two head-camera viewpoints (seeded by the episode):
-- ``reference``: the episode's P-Ref observation (``affectsim_nav.runner.p_ref_clip``: the
+- ``reference``: the episode's P-Ref observation (``affectsim_eval.passive.p_ref_clip``: the
   privileged reference observer's camera trajectory that keeps the performer in view), planned
   on the 8 sampled times rather than at full rate (6x cheaper, nearly the same viewpoint), so
   the good views trained on are those the benchmark's reference condition gives;

@@ -62,7 +62,6 @@ class NavNode(Node):
         self.io = BridgeClient("nav_io", topics=TOPICS)
         self.mover = None
         if self.p["use_nav2"]:
-
             self.mover = Nav2Mover(self, self.p["nav2_action"], float(self.p["timeout_s"]))
         self._policies: dict[str, Policy] = {}
         self._lock = threading.Lock()

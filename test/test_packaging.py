@@ -1,9 +1,14 @@
 import py_compile
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import yaml
+
+import affectsim_ros
+from affectsim_ros.nodes import NODES, PARAMS_FILE, parameter_file_text
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -11,7 +16,6 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_versions_agree():
     xml_version = ET.parse(ROOT / "package.xml").getroot().findtext("version")
     setup_version = re.search(r'VERSION = "([^"]+)"', (ROOT / "setup.py").read_text()).group(1)
-    import affectsim_ros
 
     assert xml_version == setup_version == affectsim_ros.__version__
 
@@ -24,11 +28,18 @@ def test_launch_file_compiles_and_uses_the_shared_graph():
 
 
 def test_parameter_file_is_generated_from_the_node_declarations():
-    from affectsim_ros.nodes import NODES, PARAMS_FILE, parameter_file_text
-
     assert PARAMS_FILE.read_text() == parameter_file_text(), "run `affectsim params write`"
     params = yaml.safe_load(PARAMS_FILE.read_text())
     for node, (_cls, _threads, declared) in NODES.items():
         assert params[node]["ros__parameters"] == {p.name: p.default for p in declared}
         for p in declared:
             assert p.description and p.descriptor().read_only and p.descriptor().additional_constraints
+
+
+def test_packages_are_levels_without_cycles():
+    """No upward or peer import, no cycle, function-level project imports only with a reason (tools/import_graph.py)."""
+
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "import_graph.py"), "--check", "--list", "uncommented"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stdout
+    assert "upward imports between packages: 0" in proc.stdout and "peer imports between packages:   0" in proc.stdout

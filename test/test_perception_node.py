@@ -21,10 +21,10 @@ from affectsim_core.ros.sensors import observation_from_msgs
 from affectsim_interfaces.action import Recognize
 from affectsim_interfaces.msg import PersonDetections
 from affectsim_perception.person_model import BlazePose
-from affectsim_perception.recognizers import RECOGNIZERS, ClipInput
+from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS, ClipInput
 from affectsim_ros.launcher import GraphProcesses
 
-NAMES = os.environ.get("AFFECTSIM_TEST_RECOGNIZERS", "pose-temporal,rgb-clip,committee,majority,uniform").split(",")
+NAMES = os.environ.get("AFFECTSIM_TEST_RECOGNIZERS", ",".join(DEFAULT_RECOGNIZERS)).split(",")
 
 
 @pytest.fixture(scope="module")

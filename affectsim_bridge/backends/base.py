@@ -29,6 +29,7 @@ from affectsim_core.camera import CameraIntrinsics
 from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import Pose2D, Transform, wrap_angle
 from affectsim_core.protocol import FORWARD_M, STEP_SECONDS, TURN_RAD
+from affectsim_core.ros.topics import OPTICAL_FRAME
 
 REST_POSE = np.zeros(len(DOFS))  # standing, arms relaxed at the sides
 for _name, _deg in (("shoulder_l_abd", 8), ("shoulder_r_abd", 8), ("elbow_l_flex", 12), ("elbow_r_flex", 12)):
@@ -269,7 +270,7 @@ class SimulatorBackend(abc.ABC):
 
     def head_camera_pose(self) -> Transform:
         """Head camera optical frame in ``map``."""
-        return Transform.from_pose2d(self.pose).compose(self.link_transforms()["head_camera_rgb_optical_frame"])
+        return Transform.from_pose2d(self.pose).compose(self.link_transforms()[OPTICAL_FRAME])
 
     def _require_loaded(self) -> None:
         if self.scene is None or self.navigable is None:

@@ -36,6 +36,7 @@ from affectsim_bridge.scene import Scene
 from affectsim_core.camera import FETCH_HEAD_CAMERA
 from affectsim_core.colours import colour_name
 from affectsim_core.geometry import Pose2D, wrap_angle
+from affectsim_core.ros.topics import OPTICAL_FRAME
 
 HUMAN_RADIUS = 0.2  # m, clearance a performer's pelvis keeps from obstacles
 _SEGMENTS = [("shoulder_l", "elbow_l"), ("elbow_l", "wrist_l"), ("shoulder_r", "elbow_r"), ("elbow_r", "wrist_r"),
@@ -75,7 +76,7 @@ class SceneContext:
         start = self.nav.sample(1, np.random.default_rng(0))[0]
         self.backend = BACKENDS.create(DEFAULT_BACKEND)
         self.backend.load(scene, Pose2D(float(start[0]), float(start[1]), 0.0))
-        self.cam_offset = self.backend.link_transforms()["head_camera_rgb_optical_frame"].translation
+        self.cam_offset = self.backend.link_transforms()[OPTICAL_FRAME].translation
         self._last_points: tuple[HumanPlacement, float, np.ndarray] | None = None
 
     def close(self) -> None:

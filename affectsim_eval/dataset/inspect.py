@@ -151,7 +151,6 @@ def dataset_stats(root: Path = DATASET_DIR, out_png: Path | None = None, log=pri
         log(f"{s:5s} {fam:22s} {row['episodes']:6d}  {cls:26s} {fmt('initial_distance')}  "
             f"{fmt('relative_orientation', 180 / math.pi)}  {fmt('visible_fraction')}  {fmt('geodesic')}")
     if out_png is not None:
-
         keys = ("initial_distance", "relative_orientation", "visible_fraction", "geodesic")
         emotions = EMOTIONS
         fams = sorted({e.family for eps in splits.values() for e in eps})

@@ -48,7 +48,6 @@ class Committee(Recognizer):
             raise ValueError(f"checkpoint {checkpoint!r} has members {ck.manifest.get('members')}; expected {MEMBERS}")
         self.weights = ck.arrays["weights"]
         if detector is None:
-
             detector = BlazePose(video=True)
         self.detector = detector
         self.members = load_members(detector)

@@ -235,7 +235,6 @@ class PoseTemporal(Recognizer):
             raise ValueError(f"checkpoint {checkpoint!r} expects {n_in} features without the temporal network's layers;"
                              f" this code computes {N_FEATURES} (retrain: affectsim train pose-temporal)")
         if detector is None:
-
             detector = BlazePose(video=True)
         self.detector = detector
         self.net = TemporalEnsemble(self.weights)
