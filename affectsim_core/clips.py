@@ -8,7 +8,7 @@ sampled frames resized to :data:`CLIP_SIZE` x :data:`CLIP_SIZE`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
@@ -43,14 +43,12 @@ def resize(rgb: np.ndarray, size: int = CLIP_SIZE) -> np.ndarray:
 @dataclass
 class Clip:
     """Full-rate frames of one setting. ``times`` sim time (s) of each frame; ``camera_poses`` (N, 4, 4)
-    optical frame in ``map``; ``fallback`` marks an A-Obs clip replaced by the paired P-Init clip."""
+    optical frame in ``map``."""
 
     setting: str
     times: np.ndarray
     frames: list[np.ndarray]
     camera_poses: np.ndarray
-    fallback: bool = False
-    meta: dict = field(default_factory=dict)
 
     def sampled(self) -> np.ndarray:
         """(8, 224, 224, 3) uint8: the recognizer input."""

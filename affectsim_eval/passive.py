@@ -113,25 +113,10 @@ def passive_views(ep: Episode, backend: SimulatorBackend, scene, people: list[Hu
             "p_mon": p_mon_views(scene, start, tilt, monitor_room(ep, scene, people), full[render])}, plan
 
 
-# ------------------------------------------------------------------------------ full-rate clips (training, tests)
-def clip_of(setting: str, views: list[View], rendered: tuple[list[np.ndarray], np.ndarray], **meta) -> Clip:
-    frames, poses = rendered
-    return Clip(setting, np.array([v.time for v in views]), frames, poses, meta=meta)
-
-
-def p_init_clip(backend: SimulatorBackend, start: Pose2D, times: np.ndarray) -> Clip:
-    views = p_init_views(start, backend.robot.head_tilt, times)
-    return clip_of("p_init", views, render_views(backend, views))
-
-
-def p_mon_clip(backend: SimulatorBackend, start: Pose2D, room_id: str, times: np.ndarray) -> Clip:
-    views = p_mon_views(backend.scene, start, backend.robot.head_tilt, room_id, times)
-    return clip_of("p_mon", views, render_views(backend, views))
-
-
+# ------------------------------------------------------------------------------ P-Ref clips (training data, benches)
 def p_ref_clip(backend: SimulatorBackend, people: list[HumanPlacement], times: np.ndarray,
                render: np.ndarray | None = None) -> tuple[Clip, ReferencePlan]:
+    """P-Ref's frames at ``times[render]`` (default all) as a clip, and the reference plan."""
     views, plan = p_ref_views(backend, people, times, render)
-    clip = clip_of("p_ref", views, render_views(backend, views), frame=plan.frame, distance=plan.distance,
-                   angle=plan.angle)
-    return clip, plan
+    frames, poses = render_views(backend, views)
+    return Clip("p_ref", np.array([v.time for v in views]), frames, poses), plan

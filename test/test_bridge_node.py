@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import rclpy
 from geometry_msgs.msg import Twist
+from rcl_interfaces.srv import DescribeParameters, SetParameters
+from rclpy.parameter import Parameter
 
 from affectsim_bridge.humans.library import build
 from affectsim_bridge.scene import BUILTIN_DIR
@@ -145,3 +147,26 @@ def test_people_replay_their_motion_clip(bridge):
     assert math.hypot(p1.x - p0.x, p1.y - p0.y) > 0.5  # one second of walking
     bad = client.load("test_apartment", 1.0, 2.0, 0.0, [dict(walker, motion_id="no_such_clip")])
     assert not bad.success and "no_such_clip" in bad.message
+
+
+def test_parameters_are_described_bounded_and_read_only(bridge):
+    client, _ = bridge
+    node = client.node
+    describe = node.create_client(DescribeParameters, "/bridge/describe_parameters")
+    set_params = node.create_client(SetParameters, "/bridge/set_parameters")
+    assert describe.wait_for_service(30) and set_params.wait_for_service(30)
+
+    def call(cli, req):
+        done = threading.Event()
+        fut = cli.call_async(req)
+        fut.add_done_callback(lambda _f: done.set())
+        assert done.wait(30)
+        return fut.result()
+
+    desc = {d.name: d for d in call(describe, DescribeParameters.Request(names=["real_time_factor", "mode"])).descriptors}
+    rtf = desc["real_time_factor"]
+    assert rtf.read_only and rtf.description and (rtf.floating_point_range[0].from_value,
+                                                  rtf.floating_point_range[0].to_value) == (0.1, 10.0)
+    assert "lockstep" in desc["mode"].additional_constraints
+    res = call(set_params, SetParameters.Request(parameters=[Parameter("mode", value="free_run").to_parameter_msg()]))
+    assert not res.results[0].successful and "read-only" in res.results[0].reason

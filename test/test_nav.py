@@ -21,7 +21,8 @@ from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.protocol import EMOTIONS
 from affectsim_eval.dataset.composer import describe
 from affectsim_eval.orchestrator import evaluate_episode
-from affectsim_eval.passive import body_track, p_init_clip, p_mon_clip, p_ref_clip
+from affectsim_bridge.views import render_views
+from affectsim_eval.passive import body_track, p_init_views, p_mon_views, p_ref_clip
 from affectsim_eval.reference import MAX_STEP, BodyTrack, frame_yaw, plan_reference, smooth_frame
 from affectsim_eval.worlds import InProcessWorld, SimulatorWorld
 from affectsim_nav.active import run_active
@@ -145,15 +146,15 @@ def test_reference_sees_more_of_the_body_than_a_rear_start(backend, scene, perfo
     people = [person(m, 3.5, 2.5, 0.0)]  # facing +x, the robot at x=1.5 sees the back
     backend.load(scene, START, tuple(people))
     times = clip_times(m.duration)
-    init = p_init_clip(backend, START, times)
+    init_frames, init_poses = render_views(backend, p_init_views(START, backend.robot.head_tilt, times))
     ref, plan = p_ref_clip(backend, people, times)
     assert abs(plan.angle) <= math.radians(90)  # chooses a frontal-ish relative view
-    assert len(init.frames) == len(ref.frames) == clip_steps(m.duration)
-    assert np.allclose(init.camera_poses[0], init.camera_poses[-1])  # P-Init is fixed
-    assert not np.allclose(ref.camera_poses[0][:3, 3], init.camera_poses[0][:3, 3])
+    assert len(init_frames) == len(ref.frames) == clip_steps(m.duration)
+    assert np.allclose(init_poses[0], init_poses[-1])  # P-Init is fixed
+    assert not np.allclose(ref.camera_poses[0][:3, 3], init_poses[0][:3, 3])
     assert (backend.pose.x, backend.pose.y) == (START.x, START.y)  # rendering P-Ref restores the robot
-    mon = p_mon_clip(backend, START, "living", times)
-    assert mon.frames[0].shape == (480, 640, 3) and np.allclose(mon.camera_poses[0], mon.camera_poses[-1])
+    mon_frames, mon_poses = render_views(backend, p_mon_views(scene, START, backend.robot.head_tilt, "living", times))
+    assert mon_frames[0].shape == (480, 640, 3) and np.allclose(mon_poses[0], mon_poses[-1])
 
 
 # ------------------------------------------------------------------------------ privileged barrier

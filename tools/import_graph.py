@@ -22,6 +22,8 @@ Usage::
     python tools/import_graph.py --list upward   # every upward import, file:line
     python tools/import_graph.py --dot graph.dot # package graph for Graphviz
     python tools/import_graph.py --check         # exit 1 if any rule is broken
+    python tools/import_graph.py --root OLD --level affectsim_bridge=2 --level affectsim_nav=3 \
+        --level affectsim_perception=3 --level affectsim_eval=4 --level affectsim_ros=5   # an older tree
 
 The exit status of ``--check`` is non-zero when there is an upward or peer import, a
 cycle, or a function-level import of a project module without a comment on its line.
@@ -35,7 +37,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent  # the tree measured (``--root`` measures another checkout)
 
 #: The layered layout: package → level (README "Architecture").
 DEFAULT_LEVELS: dict[str, int] = {
@@ -245,7 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", choices=["upward", "peer", "function", "uncommented", "cross"])
     ap.add_argument("--dot", type=Path, help="write the package graph as Graphviz DOT")
     ap.add_argument("--check", action="store_true", help="exit 1 if a rule is broken")
+    ap.add_argument("--root", type=Path, default=None, help="checkout to measure (default: this one)")
     args = ap.parse_args(argv)
+    if args.root is not None:
+        global ROOT
+        ROOT = args.root.resolve()
     levels = dict(DEFAULT_LEVELS)
     if args.level:
         levels = {}
