@@ -22,7 +22,7 @@ class Nav2Mover:
 
     def __init__(self, node: Node, action_name: str = "navigate_to_pose", timeout: float = 10.0) -> None:
         try:
-            from nav2_msgs.action import NavigateToPose
+            from nav2_msgs.action import NavigateToPose  # optional: only with use_nav2
         except ImportError as exc:
             raise MissingDependency("use_nav2", "nav2_msgs", "install Nav2 (ros-<distro>-navigation2) or run "
                                     "`make setup`, which builds its NavigateToPose type for tests") from exc

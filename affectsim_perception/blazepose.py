@@ -162,7 +162,7 @@ class PoseGraph:
 
     def __init__(self, threads: int = 2, min_detection_confidence: float = 0.5) -> None:
         try:
-            from ai_edge_litert.interpreter import Interpreter
+            from ai_edge_litert.interpreter import Interpreter  # the TFLite runtime, loaded with the first model
         except ImportError as exc:
             raise MissingDependency("BlazePose", "ai-edge-litert==2.3.0", "run `make setup`") from exc
         if not 0.0 <= min_detection_confidence <= 1.0:
