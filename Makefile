@@ -2,7 +2,9 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
-export ROS_AUTOMATIC_DISCOVERY_RANGE := LOCALHOST
+# DDS on loopback: the project's Fast DDS profile; the discovery-range variable would open sockets on every interface
+unexport ROS_AUTOMATIC_DISCOVERY_RANGE
+export FASTDDS_DEFAULT_PROFILES_FILE := $(CURDIR)/config/fastdds_loopback.xml
 export MUJOCO_GL := egl
 export PYOPENGL_PLATFORM := egl
 

@@ -17,6 +17,7 @@ import math
 import os
 import threading
 from pathlib import Path
+from typing import Callable
 
 from geometry_msgs.msg import PoseArray, PoseStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
@@ -36,7 +37,6 @@ from affectsim_bridge.views import View, render_views
 from affectsim_bridge.world_thread import WorldThread
 from affectsim_core.actions import Action
 from affectsim_core.camera import FETCH_HEAD_HEIGHT, FETCH_HEAD_VFOV_DEG, FETCH_HEAD_WIDTH, CameraIntrinsics
-from affectsim_core.clips import resize
 from affectsim_core.errors import AffectSimError, InvalidInput
 from affectsim_core.geometry import Pose2D, Transform
 from affectsim_core.protocol import MODES, STEP_SECONDS, TURN_RAD
@@ -48,6 +48,9 @@ from affectsim_interfaces.srv import ApplyAction, LoadWorld, RenderViews
 MAP_RESOLUTION = 0.05
 
 CAMERA_MAX_PX = 1280  # head camera width and height limit (the model's offscreen buffer)
+MAX_VIEWS = 512  # views of one RenderViews request
+MAX_VIEW_SIZE = 4096  # px, side of RenderViews' resized frames
+RENDER_BUDGET_BYTES = 256 * 2 ** 20  # frames of one RenderViews reply (views x width x height x 3)
 
 PARAMS: tuple[Param, ...] = (
     Param("backend", DEFAULT_BACKEND, "simulator backend", choices=BACKENDS.names),
@@ -210,6 +213,19 @@ class BridgeNode(Node):
             self.pub["depth"].publish(cv.image_msg(frame.depth, "32FC1", OPTICAL_FRAME, stamp))
 
     # ------------------------------------------------------------------ ROS callbacks
+    def _guarded(self, service: str, fn: Callable, req, res):
+        """Run a service handler; a rejected or failed request (MemoryError included) gets
+        ``success=False`` and the reason, and the node keeps serving."""
+        try:
+            fn(req, res)
+        except (AffectSimError, ValueError, KeyError, TimeoutError, RuntimeError) as exc:
+            res.success, res.message = False, str(exc)
+            self.get_logger().error(f"{service} rejected: {exc}")
+        except Exception as exc:  # noqa: BLE001 - whatever one request does, the bridge stays up
+            res.success, res.message = False, f"{service} failed: {type(exc).__name__}: {exc}"
+            self.get_logger().error(res.message)
+        return res
+
     def _on_load(self, req: LoadWorld.Request, res: LoadWorld.Response) -> LoadWorld.Response:
         with self._state_lock:
             if self._resetting:
@@ -217,21 +233,20 @@ class BridgeNode(Node):
                 return res
             self._resetting = req.scene or "<empty>"
         try:
-            if not req.scene:
-                raise InvalidInput("scene", req.scene, "a built-in scene id or a scene file path")
-            pose = Pose2D(req.robot_pose.x, req.robot_pose.y, req.robot_pose.theta)
-            humans = tuple(HumanPlacement(h.id, h.x, h.y, h.yaw, h.appearance, h.is_target,
-                                          motion=self._motion(h.motion_id) if h.motion_id else None, phase=h.phase)
-                           for h in req.humans)
-            t = self.world.call(lambda: self._load(req.scene, pose, humans), timeout=120.0)
-            res.success, res.message, res.stamp = True, f"loaded {req.scene}", cv.to_time(t)
-        except (AffectSimError, ValueError, KeyError, TimeoutError) as exc:
-            res.success, res.message = False, str(exc)
-            self.get_logger().error(f"load_world rejected: {exc}")
+            return self._guarded("load_world", self._load_world, req, res)
         finally:
             with self._state_lock:
                 self._resetting = None
-        return res
+
+    def _load_world(self, req: LoadWorld.Request, res: LoadWorld.Response) -> None:
+        if not req.scene:
+            raise InvalidInput("scene", req.scene, "a built-in scene id or a scene file path")
+        pose = Pose2D(req.robot_pose.x, req.robot_pose.y, req.robot_pose.theta)
+        humans = tuple(HumanPlacement(h.id, h.x, h.y, h.yaw, h.appearance, h.is_target,
+                                      motion=self._motion(h.motion_id) if h.motion_id else None, phase=h.phase)
+                       for h in req.humans)
+        t = self.world.call(lambda: self._load(req.scene, pose, humans), timeout=120.0)
+        res.success, res.message, res.stamp = True, f"loaded {req.scene}", cv.to_time(t)
 
     def _motion(self, motion_id: str):
         """A clip of the configured motion library (opened on first use)."""
@@ -240,13 +255,15 @@ class BridgeNode(Node):
         return self._library.load(motion_id)
 
     def _on_action(self, req: ApplyAction.Request, res: ApplyAction.Response) -> ApplyAction.Response:
+        return self._guarded("apply_action", self._apply_action, req, res)
+
+    def _apply_action(self, req: ApplyAction.Request, res: ApplyAction.Response) -> None:
         if self._resetting:
-            res.success = False
-            res.message = f"world is resetting (loading {self._resetting!r}); retry after load_world returns"
-            return res
+            raise RuntimeError(f"world is resetting (loading {self._resetting!r}); retry after load_world returns")
         if self.p["mode"] != "lockstep":
-            res.success, res.message = False, "apply_action needs mode=lockstep; this bridge runs free_run (/cmd_vel)"
-            return res
+            raise RuntimeError("apply_action needs mode=lockstep; this bridge runs free_run (/cmd_vel)")
+        if req.action not in tuple(Action):
+            raise InvalidInput("action", req.action, "0 STOP, 1 FORWARD, 2 TURN_LEFT or 3 TURN_RIGHT")
 
         def step():
             action = Action(req.action)
@@ -256,48 +273,51 @@ class BridgeNode(Node):
             self._publish_all(camera=True, scan=True)
             return r
 
-        try:
-            if req.action not in tuple(Action):
-                raise InvalidInput("action", req.action, "0 STOP, 1 FORWARD, 2 TURN_LEFT or 3 TURN_RIGHT")
-            r = self.world.call(step, timeout=30.0)
-            res.success, res.message = True, ""
-            res.clipped, res.distance_moved = r.clipped, r.distance_m
-            res.pose, res.stamp = cv.pose2d_msg(r.pose), cv.to_time(r.sim_time)
-        except (AffectSimError, ValueError, TimeoutError, RuntimeError) as exc:
-            res.success, res.message = False, str(exc)
-        return res
+        r = self.world.call(step, timeout=30.0)
+        res.success, res.message = True, ""
+        res.clipped, res.distance_moved = r.clipped, r.distance_m
+        res.pose, res.stamp = cv.pose2d_msg(r.pose), cv.to_time(r.sim_time)
 
     def _on_render_views(self, req: RenderViews.Request, res: RenderViews.Response) -> RenderViews.Response:
         """Privileged views for the evaluator's passive settings (:func:`affectsim_bridge.views.render_views`)."""
-        try:
-            if self._resetting:
-                raise InvalidInput("world", self._resetting, "a loaded world (a reset is running; retry after it)")
-            n = len(req.times)
-            if len(req.robot_poses) != n or len(req.head_tilts) != n or len(req.cameras) not in (0, n):
-                raise InvalidInput("views", (n, len(req.robot_poses), len(req.head_tilts), len(req.cameras)),
-                                   "equal numbers of times, robot_poses and head_tilts, and 0 or as many cameras")
-            if n > 512 or req.size > 4096:
-                raise InvalidInput("views", (n, req.size), "at most 512 views and size <= 4096")
-            views = []
-            for i in range(n):
-                cam = None
-                if req.cameras:
-                    m = cv.matrix_from_pose_msg(req.cameras[i])
-                    cam = Transform(m[:3, :3], m[:3, 3])
-                p = req.robot_poses[i]
-                if not all(math.isfinite(v) for v in (req.times[i], p.x, p.y, p.theta, req.head_tilts[i])):
-                    raise InvalidInput(f"views[{i}]", (req.times[i], p.x, p.y, p.theta, req.head_tilts[i]), "finite values")
-                views.append(View(float(req.times[i]), Pose2D(p.x, p.y, p.theta), float(req.head_tilts[i]), cam))
-            frames, poses = self.world.call(lambda: render_views(self.backend, views), timeout=60.0)
-            stamp = cv.to_time(self.backend.sim_time)
-            res.frames = [cv.image_msg(resize(f, req.size) if req.size else f, "rgb8", OPTICAL_FRAME, stamp)
-                          for f in frames]
-            res.camera_poses = [cv.matrix_pose_msg(m) for m in poses]
-            res.success, res.message = True, ""
-        except (AffectSimError, ValueError, TimeoutError, RuntimeError) as exc:
-            res.success, res.message = False, str(exc)
-            self.get_logger().error(f"render_views rejected: {exc}")
-        return res
+        return self._guarded("render_views", self._render_views, req, res)
+
+    def _render_views(self, req: RenderViews.Request, res: RenderViews.Response) -> None:
+        if self._resetting:
+            raise InvalidInput("world", self._resetting, "a loaded world (a reset is running; retry after it)")
+        n = len(req.times)
+        if len(req.robot_poses) != n or len(req.head_tilts) != n or len(req.cameras) not in (0, n):
+            raise InvalidInput("views", (n, len(req.robot_poses), len(req.head_tilts), len(req.cameras)),
+                               "equal numbers of times, robot_poses and head_tilts, and 0 or as many cameras")
+        if n > MAX_VIEWS or req.size > MAX_VIEW_SIZE:
+            raise InvalidInput("views, size", (n, req.size), f"at most {MAX_VIEWS} views and size <= {MAX_VIEW_SIZE}")
+        k = self.backend.head_intrinsics
+        w, h = (req.size, req.size) if req.size else (k.width, k.height)
+        need = n * w * h * 3
+        if need > RENDER_BUDGET_BYTES:
+            raise InvalidInput("views x width x height x channels", f"{n} x {w} x {h} x 3 = {need} bytes",
+                               f"at most {RENDER_BUDGET_BYTES} bytes per request (fewer views or a smaller size)")
+        views = []
+        for i in range(n):
+            cam = None
+            if req.cameras:
+                c = req.cameras[i]
+                q, t = c.orientation, c.position
+                norm = math.sqrt(q.w ** 2 + q.x ** 2 + q.y ** 2 + q.z ** 2)
+                if not (cv.finite(t.x, t.y, t.z, q.w, q.x, q.y, q.z) and abs(norm - 1.0) <= 1e-3):
+                    raise InvalidInput(f"cameras[{i}]", ((t.x, t.y, t.z), (q.w, q.x, q.y, q.z)),
+                                       "a finite position (m) and a unit quaternion (w, x, y, z)")
+                m = cv.matrix_from_pose_msg(c)
+                cam = Transform(m[:3, :3], m[:3, 3])
+            p = req.robot_poses[i]
+            if not cv.finite(req.times[i], p.x, p.y, p.theta, req.head_tilts[i]):
+                raise InvalidInput(f"views[{i}]", (req.times[i], p.x, p.y, p.theta, req.head_tilts[i]), "finite values")
+            views.append(View(float(req.times[i]), Pose2D(p.x, p.y, p.theta), float(req.head_tilts[i]), cam))
+        frames, poses = self.world.call(lambda: render_views(self.backend, views, req.size or None), timeout=60.0)
+        stamp = cv.to_time(self.backend.sim_time)
+        res.frames = [cv.image_msg(f, "rgb8", OPTICAL_FRAME, stamp) for f in frames]
+        res.camera_poses = [cv.matrix_pose_msg(m) for m in poses]
+        res.success, res.message = True, ""
 
     def _on_cmd_vel(self, msg: Twist) -> None:
         lin, ang = msg.linear.x, msg.angular.z

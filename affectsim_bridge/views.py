@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from affectsim_bridge.backends.base import SimulatorBackend
+from affectsim_core.clips import resize
 from affectsim_core.geometry import Pose2D, Transform
 
 
@@ -26,9 +27,11 @@ class View:
     camera: Transform | None = None
 
 
-def render_views(backend: SimulatorBackend, views: list[View]) -> tuple[list[np.ndarray], np.ndarray]:
-    """RGB frames (H, W, 3) uint8 and optical-frame poses (N, 4, 4, map) of ``views``; the robot pose,
-    head tilt and sim time are restored afterwards."""
+def render_views(backend: SimulatorBackend, views: list[View],
+                 size: int | None = None) -> tuple[list[np.ndarray], np.ndarray]:
+    """RGB frames (H, W, 3) uint8 and optical-frame poses (N, 4, 4, map) of ``views``, each frame resized
+    to ``size`` x ``size`` as soon as it is rendered when ``size`` is given; the robot pose, head tilt and
+    sim time are restored afterwards."""
     pose0, tilt0, t0 = backend.pose, backend.robot.head_tilt, backend.sim_time
     frames, poses = [], []
     try:
@@ -38,7 +41,7 @@ def render_views(backend: SimulatorBackend, views: list[View]) -> tuple[list[np.
             backend.set_time(v.time)
             f = (backend.render_head_camera() if v.camera is None
                  else backend.render_camera(v.camera, backend.head_intrinsics))
-            frames.append(f.rgb)
+            frames.append(f.rgb if size is None else resize(f.rgb, size))
             poses.append((f.pose if v.camera is None else v.camera).matrix())
     finally:
         backend.set_head(tilt=tilt0)

@@ -19,10 +19,10 @@ from affectsim_bridge.backends.base import HumanPlacement, SimulatorBackend
 from affectsim_bridge.scene import Scene
 from affectsim_bridge.views import View, render_views
 from affectsim_core.actions import Action, MoveResult
-from affectsim_core.clips import resize, sample_indices
+from affectsim_core.clips import sample_indices
 from affectsim_core.episode import Episode
 from affectsim_core.observation import Observation
-from affectsim_core.protocol import Outcome
+from affectsim_core.protocol import CLIP_SIZE, Outcome
 from affectsim_core.record import Diagnostics
 from affectsim_core.timing import NULL, StageTimes
 from affectsim_eval.passive import episode_info
@@ -112,8 +112,8 @@ class InProcessWorld:
         self.backend.load(scene, ep.start, tuple(people))
 
     def render(self, views: list[View]) -> tuple[np.ndarray, np.ndarray]:
-        frames, poses = render_views(self.backend, views)
-        return np.stack([resize(f) for f in frames]), poses
+        frames, poses = render_views(self.backend, views, CLIP_SIZE)
+        return np.stack(frames), poses
 
     def acquire(self, ep: Episode, clip_frames: int, max_actions: int, max_planner_calls: int) -> Acquisition:
         active = run_active(SimulatorWorld(self.backend, self.times), episode_info(ep, self.backend.navigable),

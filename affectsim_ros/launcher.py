@@ -119,7 +119,7 @@ def run(graph: str, args: dict[str, str], domain_id: int | None = None, params_f
     try:
         procs = GraphProcesses(graph, args, domain_id, params_file)
         print(f"[affectsim] graph {graph!r} running: {procs.pids()} on ROS_DOMAIN_ID={procs.domain_id} "
-              f"(ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST). Ctrl-C to stop.", flush=True)
+              f"(FASTDDS_DEFAULT_PROFILES_FILE={procs.env['FASTDDS_DEFAULT_PROFILES_FILE']}). Ctrl-C to stop.", flush=True)
         code = 0
         while stop["sig"] is None:
             exited = {n: c for n, c in procs.poll().items() if c is not None}

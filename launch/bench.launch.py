@@ -5,12 +5,14 @@ Same graph, parameter file and argument checks as ``affectsim launch bench``
 writes the report and exits, and the launch shuts down with it. Every node keeps DDS on loopback.
 """
 
+from launch import LaunchDescription
 from launch.actions import (
     DeclareLaunchArgument,
     EmitEvent,
     OpaqueFunction,
     RegisterEventHandler,
     SetEnvironmentVariable,
+    UnsetEnvironmentVariable,
 )
 from launch.event_handlers import OnProcessExit
 from launch.events import Shutdown
@@ -18,8 +20,8 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from affectsim_core.plugins import load_plugins
+from affectsim_core.ros.env import fastdds_profile
 from affectsim_ros.graph import GRAPHS, LAUNCH_ARGUMENTS, default_params_file, validate_launch_args
-from launch import LaunchDescription
 
 
 def _nodes(context):
@@ -42,7 +44,8 @@ def generate_launch_description() -> LaunchDescription:
     args.append(DeclareLaunchArgument("params_file", default_value=str(default_params_file()),
                                       description="YAML parameter file for every node"))
     return LaunchDescription([
-        SetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST"),
+        UnsetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE"),  # it adds sockets on every interface
+        SetEnvironmentVariable("FASTDDS_DEFAULT_PROFILES_FILE", str(fastdds_profile())),  # loopback only
         SetEnvironmentVariable("MUJOCO_GL", "egl"),
         *args,
         OpaqueFunction(function=_nodes),

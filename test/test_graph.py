@@ -1,6 +1,8 @@
-"""The graph as users start it: `affectsim launch bench`, topics up, Ctrl-C, nothing left behind."""
+"""The graph as users start it: `affectsim launch bench`, topics up, every socket (UDP, TCP) on 127.0.0.1,
+Ctrl-C, nothing left behind."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +18,19 @@ from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.env import loopback_env, pick_domain_id
 
 AFFECTSIM = [sys.executable, "-m", "affectsim_ros.cli"]
+
+
+def _bound_addresses(pids: set[int]) -> dict[int, set[str]]:
+    """Local addresses of every UDP and TCP socket (``ss -uatnp``) of the processes ``pids``."""
+    out = subprocess.run(["ss", "-H", "-uatnp"], capture_output=True, text=True, timeout=30, check=True).stdout
+    bound: dict[int, set[str]] = {}
+    for line in out.splitlines():
+        fields = line.split()
+        local = fields[4] if fields[0] in ("udp", "tcp") else fields[3]
+        for pid in map(int, re.findall(r"pid=(\d+)", line)):
+            if pid in pids:
+                bound.setdefault(pid, set()).add(local.rsplit(":", 1)[0].strip("[]"))
+    return bound
 
 
 def _start(args, domain):
@@ -34,18 +49,25 @@ def test_launch_topics_up_then_ctrl_c_leaves_no_process():
         client.wait_for("rgb", timeout=60)
         children = psutil.Process(launcher.pid).children(recursive=True)
         assert children, "launcher started no node"
+        bound = _bound_addresses({launcher.pid, os.getpid(), *(c.pid for c in children)})
+        assert {p.pid for p in children} <= set(bound), f"every node has sockets: {bound}"
+        off_loopback = {pid: sorted(a - {"127.0.0.1"}) for pid, a in bound.items() if a - {"127.0.0.1"}}
+        assert not off_loopback, f"sockets beyond loopback (ss -uatnp): {off_loopback}"
         # free-running: /cmd_vel drives the base, sim time advances by itself
         pub = client.node.create_publisher(Twist, "/cmd_vel", 10)
         cmd = Twist()
         cmd.linear.x = 0.4
         x0 = client.wait_for("odom", timeout=10).pose.pose.position.x
         t0 = from_time(client.wait_for("clock", timeout=10).clock)
-        for _ in range(15):
-            pub.publish(cmd)
-            time.sleep(0.1)
-        x1 = client.wait_for("odom", timeout=10).pose.pose.position.x
+        deadline = time.monotonic() + 60  # safety net: the base moves within a second of sim time
+        moved = lambda m: m.pose.pose.position.x > x0 + 0.1  # noqa: E731
+        while not any(moved(m) for m in list(client.msgs["odom"])) and time.monotonic() < deadline:
+            pub.publish(cmd)  # keep commanding (it times out after cmd_vel_timeout) until the base has moved
+            now = from_time(client.wait_for("clock", timeout=10).clock)
+            client.wait_for("clock", lambda c, t=now: from_time(c.clock) >= t + 0.05, 10)  # 50 ms of sim time
+        x1 = client.wait_for("odom", moved, timeout=10).pose.pose.position.x
         t1 = from_time(client.wait_for("clock", timeout=10).clock)
-        assert t1 > t0 + 0.5 and x1 > x0 + 0.1
+        assert t1 > t0 and x1 > x0 + 0.1
         client.close()
     finally:
         rclpy.shutdown()

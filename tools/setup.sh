@@ -95,7 +95,8 @@ else
 fi
 
 # 4. smoke check: everything the project imports, with DDS on loopback
-ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST ROS_DOMAIN_ID=0 MUJOCO_GL=egl "$VENV/bin/python" - <<'PY'
+FASTDDS_DEFAULT_PROFILES_FILE="$ROOT/config/fastdds_loopback.xml" ROS_DOMAIN_ID=0 MUJOCO_GL=egl \
+  env -u ROS_AUTOMATIC_DISCOVERY_RANGE "$VENV/bin/python" - <<'PY'
 import rclpy, tf2_msgs.msg, affectsim_interfaces.srv, mujoco, affectsim_bridge, affectsim_ros
 from affectsim_bridge.fetch_model import assets_dir
 assert (assets_dir() / "fetch" / "robot.xml").is_file()

@@ -31,6 +31,9 @@ from affectsim_core.geometry import Pose2D, Transform, wrap_angle
 from affectsim_core.protocol import FORWARD_M, STEP_SECONDS, TURN_RAD
 from affectsim_core.ros.topics import OPTICAL_FRAME
 
+PERSON_RADIUS_M = 0.25  # a person as an obstacle of the base (a disc around the pelvis)
+MAX_PHASE_S = 1e5  # a motion's starting phase; beyond it the clock loses sub-millisecond resolution
+
 REST_POSE = np.zeros(len(DOFS))  # standing, arms relaxed at the sides
 for _name, _deg in (("shoulder_l_abd", 8), ("shoulder_r_abd", 8), ("elbow_l_flex", 12), ("elbow_r_flex", 12)):
     REST_POSE[DOF_INDEX[_name]] = math.radians(_deg)
@@ -164,14 +167,17 @@ class SimulatorBackend(abc.ABC):
 
     # ---------------------------------------------------------------- shared behaviour
     def load(self, scene: Scene, robot_pose: Pose2D, humans: tuple[HumanPlacement, ...] = ()) -> None:
-        """Instantiate a world state; raises :class:`InvalidInput` on an off-navigable pose."""
+        """Instantiate a world state; raises :class:`InvalidInput` naming the field on an off-navigable
+        robot pose or an impossible cast of people (see :meth:`_check_people`)."""
         if not robot_pose.is_finite():
             raise InvalidInput("robot_pose", robot_pose, "finite x, y (m) and yaw (rad)")
+        if len(humans) > self.max_humans:
+            raise InvalidInput("humans", len(humans), f"at most {self.max_humans} people")
         for h in humans:
             if not all(math.isfinite(v) for v in (h.x, h.y, h.yaw)):
                 raise InvalidInput(f"humans[{h.id}]", (h.x, h.y, h.yaw), "finite x, y (m) and yaw (rad)")
-        if len(humans) > self.max_humans:
-            raise InvalidInput("humans", len(humans), f"at most {self.max_humans} people")
+            if not (math.isfinite(h.phase) and abs(h.phase) <= MAX_PHASE_S):
+                raise InvalidInput(f"humans[{h.id}].phase", h.phase, f"seconds within +-{MAX_PHASE_S:g}")
         if self.scene is None or self.scene is not scene:
             nav = NavigableSpace(scene, self.robot.radius)
             self._load_scene(scene)
@@ -184,14 +190,37 @@ class SimulatorBackend(abc.ABC):
                 f"a navigable point of scene {scene.id!r} (clearance {clearance:.2f} m, robot radius "
                 f"{self.robot.radius} m, must be inside a room and connected to the main region)",
             )
+        self._check_people(scene, robot_pose, humans)
         self.pose = Pose2D(robot_pose.x, robot_pose.y, wrap_angle(robot_pose.yaw))
         self.humans = tuple(humans)
         self.sim_time = 0.0
         self._sync()
 
+    def _check_people(self, scene: Scene, robot: Pose2D, humans: tuple[HumanPlacement, ...]) -> None:
+        """Unique ids, exactly one target (when there are people), and every person at sim time 0 inside
+        a room, not inside a wall, and not standing on the robot (pelvis within the base footprint)."""
+        ids = [h.id for h in humans]
+        if len(set(ids)) != len(ids):
+            raise InvalidInput("humans[].id", ids, "unique ids")
+        if humans and sum(bool(h.is_target) for h in humans) != 1:
+            raise InvalidInput("humans[].is_target", [h.is_target for h in humans], "exactly one target")
+        nav = self.navigable
+        not_walls = tuple(i for i, oid in enumerate(nav.obstacle_ids) if not oid.startswith("wall"))
+        for h in humans:
+            xy = h.pose_at(0.0)[0][:2]
+            if not nav.in_rooms(xy[None])[0]:
+                raise InvalidInput(f"humans[{h.id}] position", tuple(np.round(xy, 3)), f"a point inside a room of {scene.id!r}")
+            if nav.clearance(xy[None], exclude=not_walls)[0] <= 0.0:
+                raise InvalidInput(f"humans[{h.id}] position", tuple(np.round(xy, 3)), "a point outside the walls")
+            gap = float(np.hypot(*(xy - robot.xy)))
+            if gap < self.robot.radius:
+                raise InvalidInput(f"humans[{h.id}] position", tuple(np.round(xy, 3)),
+                                   f"a point off the robot's base ({gap:.2f} m from its centre; radius "
+                                   f"{self.robot.radius} m)")
+
     def _human_discs(self) -> np.ndarray:
-        """People as round obstacles for the base (x, y, radius 0.25 m) at the current sim time."""
-        return np.array([[*h.pose_at(self.sim_time)[0][:2], 0.25] for h in self.humans]).reshape(-1, 3)
+        """People as round obstacles for the base (x, y, radius :data:`PERSON_RADIUS_M`) at the current sim time."""
+        return np.array([[*h.pose_at(self.sim_time)[0][:2], PERSON_RADIUS_M] for h in self.humans]).reshape(-1, 3)
 
     def apply_action(self, action: Action | int) -> MoveResult:
         """Apply one discrete action (lockstep): advances sim time by 0.25 s."""

@@ -1,4 +1,11 @@
-"""Keep every DDS participant on loopback with a per-run domain id (DESIGN.md section 4)."""
+"""Keep every DDS participant on loopback with a per-run domain id (DESIGN.md section 4).
+
+Every process the project starts gets the Fast DDS profile ``config/fastdds_loopback.xml``: shared
+memory, and UDP on 127.0.0.1 only, with unicast discovery to the participants on this host (initial
+peers 127.0.0.1, no multicast), so every socket binds 127.0.0.1. ``ROS_AUTOMATIC_DISCOVERY_RANGE``
+is removed: with it set (even to LOCALHOST) the RMW opens further sockets on 0.0.0.0 and on the
+machine's external address (measured with ``ss``; the test suite checks it).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +14,25 @@ import random
 from pathlib import Path
 
 DOMAIN_MIN, DOMAIN_MAX = 1, 101  # Linux-safe domain ids (ports of 102+ collide with ephemeral ports)
-FASTDDS_PROFILE = Path(__file__).resolve().parents[2] / "config" / "fastdds_loopback.xml"
+PROFILE_NAME = "fastdds_loopback.xml"
+DISCOVERY_RANGE = "ROS_AUTOMATIC_DISCOVERY_RANGE"
+
+
+def fastdds_profile() -> Path:
+    """``config/fastdds_loopback.xml`` of the source tree, else of the installed share directory."""
+    src = Path(__file__).resolve().parents[2] / "config" / PROFILE_NAME
+    if src.is_file():
+        return src
+    try:
+        from ament_index_python.packages import get_package_share_directory  # only in a ROS 2 install
+
+        installed = Path(get_package_share_directory("affectsim")) / "config" / PROFILE_NAME
+    except Exception as exc:  # PackageNotFoundError or no ament index: nowhere to look
+        raise FileNotFoundError(f"{PROFILE_NAME} not found in the source tree or the ament index; without it DDS "
+                                "would listen on every interface") from exc
+    if not installed.is_file():
+        raise FileNotFoundError(f"{installed} is missing; without it DDS would listen on every interface")
+    return installed
 
 
 def pick_domain_id() -> int:
@@ -16,15 +41,15 @@ def pick_domain_id() -> int:
 
 
 def loopback_env(domain_id: int | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
-    """Environment for a process the project starts: DDS on loopback, given or inherited domain id."""
+    """Environment for a process the project starts: DDS on loopback, given or inherited domain id.
+    A ``FASTDDS_DEFAULT_PROFILES_FILE`` already set is kept (a deliberate choice, e.g. on a robot)."""
     env = dict(os.environ if base is None else base)
-    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    env.pop(DISCOVERY_RANGE, None)
     if domain_id is not None:
         env["ROS_DOMAIN_ID"] = str(domain_id)
     elif "ROS_DOMAIN_ID" not in env:
         env["ROS_DOMAIN_ID"] = str(pick_domain_id())
-    if FASTDDS_PROFILE.is_file():  # large shared-memory segments, UDP only on 127.0.0.1
-        env.setdefault("FASTDDS_DEFAULT_PROFILES_FILE", str(FASTDDS_PROFILE))
+    env.setdefault("FASTDDS_DEFAULT_PROFILES_FILE", str(fastdds_profile()))
     env.setdefault("MUJOCO_GL", "egl")
     env.setdefault("PYOPENGL_PLATFORM", env["MUJOCO_GL"])
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -33,5 +58,7 @@ def loopback_env(domain_id: int | None = None, base: dict[str, str] | None = Non
 
 def ensure_loopback(domain_id: int | None = None) -> int:
     """Apply :func:`loopback_env` to this process (call before ``rclpy.init``); returns the domain id."""
-    os.environ.update(loopback_env(domain_id))
+    env = loopback_env(domain_id)
+    os.environ.pop(DISCOVERY_RANGE, None)
+    os.environ.update(env)
     return int(os.environ["ROS_DOMAIN_ID"])
