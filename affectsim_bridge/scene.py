@@ -20,8 +20,14 @@ import numpy as np
 import yaml
 
 from affectsim_core.errors import InvalidInput
+from affectsim_core.names import check_name
 
 FORMAT = "affectsim-scene/1"
+# Limits of a scene document, checked before anything is built (the 57 generated scenes: at most 6 rooms,
+# 9 walls, 32 pieces of furniture, 13.5 m across)
+MAX_FILE_BYTES = 2 * 2 ** 20
+MAX_EXTENT_M = 50.0
+MAX_ROOMS, MAX_WALLS, MAX_FURNITURE, MAX_POLYGON = 64, 512, 512, 64
 BUILTIN_DIR = Path(__file__).resolve().parent / "scenes"
 
 FURNITURE_TYPES = ("chair", "sofa", "bench", "bed", "table", "shelf", "cabinet", "plant", "partition")
@@ -317,7 +323,10 @@ def parse_scene(data: Any, source: str = "<scene>") -> Scene:
     fmt = r.get(data, "format", "")
     if fmt != FORMAT:
         raise r.fail("format", fmt, f"{FORMAT!r}")
-    sid = r.get(data, "id", "", kind=str)
+    sid = check_name("id", r.get(data, "id", "", kind=str), source)
+    for key, most in (("rooms", MAX_ROOMS), ("walls", MAX_WALLS), ("furniture", MAX_FURNITURE)):
+        if isinstance(data.get(key), list) and len(data[key]) > most:
+            raise r.fail(key, f"{len(data[key])} entries", f"at most {most}")
     wall_h = r.num(data, "wall_height", "", 2.6, 1.8, 6.0)
     wall_t = r.num(data, "wall_thickness", "", 0.1, 0.02, 1.0)
 
@@ -340,8 +349,8 @@ def parse_scene(data: Any, source: str = "<scene>") -> Scene:
     for i, rd in enumerate(r.get(data, "rooms", "", kind=list)):
         p = f"rooms[{i}]"
         poly = r.get(rd, "polygon", p, kind=list)
-        if len(poly) < 3:
-            raise r.fail(f"{p}.polygon", poly, "at least 3 [x, y] vertices")
+        if not 3 <= len(poly) <= MAX_POLYGON:
+            raise r.fail(f"{p}.polygon", f"{len(poly)} vertices", f"3 to {MAX_POLYGON} [x, y] vertices")
         verts = tuple(r.vec({"v": v}, "v", f"{p}.polygon[{k}]", 2) for k, v in enumerate(poly))
         mon = None
         if "monitor_camera" in rd:
@@ -411,6 +420,12 @@ def parse_scene(data: Any, source: str = "<scene>") -> Scene:
         furniture.append(Furniture(r.get(fd, "id", p, kind=str), ftype, pos[0], pos[1],
                                    math.radians(r.num(fd, "yaw_deg", p, 0.0)), size, material(fd, p, ftype), seat))
     _unique(r, [f.id for f in furniture], "furniture[].id")
+    xy = np.array([v for rm in rooms for v in rm.polygon] + [pt for w in walls for pt in (w.start, w.end)]
+                  + [(f.x, f.y) for f in furniture])
+    extent = xy.max(axis=0) - xy.min(axis=0)
+    if extent.max() > MAX_EXTENT_M:
+        raise r.fail("rooms, walls, furniture", f"{extent[0]:.1f} m x {extent[1]:.1f} m",
+                     f"a scene within {MAX_EXTENT_M:g} m x {MAX_EXTENT_M:g} m")
 
     lights = tuple(r.vec({"v": v}, "v", f"lights[{i}]", 3) for i, v in enumerate(r.get(data, "lights", "", [], kind=list)))
     if len(lights) > 6:
@@ -445,6 +460,7 @@ def resolve_scene_path(scene: str, scenes_dir: Path | None = None) -> Path:
         if not p.is_file():
             raise InvalidInput("scene", scene, "an existing scene file")
         return p
+    check_name("scene", scene)
     for cand in (BUILTIN_DIR / f"{scene}.yaml", Path(scenes_dir or GENERATED_DIR) / f"{scene}.yaml"):
         if cand.is_file():
             return cand
@@ -456,6 +472,8 @@ def resolve_scene_path(scene: str, scenes_dir: Path | None = None) -> Path:
 def load_scene(scene: str | Path, scenes_dir: Path | None = None) -> Scene:
     """Load and validate a scene by id (see :func:`resolve_scene_path`) or file path."""
     path = resolve_scene_path(str(scene), scenes_dir)
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise InvalidInput("scene file", f"{path}: {path.stat().st_size} bytes", f"at most {MAX_FILE_BYTES} bytes")
     text = path.read_text()
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)

@@ -25,6 +25,7 @@ from typing import Any
 
 from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import Pose2D, yaw_from_quat
+from affectsim_core.names import check_name
 from affectsim_core.protocol import CHALLENGES, EMOTIONS, FAMILIES
 
 ROLES = ("target", "partner")
@@ -58,8 +59,7 @@ class EpisodeHuman:
                 raise InvalidInput(f"humans[{i}].{key}", d.get(key), "a finite number", where=where)
         if d.get("role") not in ROLES:
             raise InvalidInput(f"humans[{i}].role", d.get("role"), f"one of {ROLES}", where=where)
-        if not isinstance(d.get("motion_id"), str):
-            raise InvalidInput(f"humans[{i}].motion_id", d.get("motion_id"), "a motion id", where=where)
+        check_name(f"humans[{i}].motion_id", d.get("motion_id"), where)
         desc = d.get("description", "")
         if not isinstance(desc, str):
             raise InvalidInput(f"humans[{i}].description", desc, "a string", where=where)
@@ -124,8 +124,8 @@ class Episode:
                 raise InvalidInput(key, v, expected or getattr(typ, "__name__", str(typ)), where=w)
             return v
 
-        need("episode_id", str, bool, "a non-empty string")
-        need("scene_id", str, bool, "a non-empty string")
+        check_name("episode_id", d.get("episode_id"), where)
+        check_name("scene_id", d.get("scene_id"), w)
         need("start_position", list, lambda v: len(v) == 3 and _finite(v), "[x, y, z] finite metres")
         need("start_rotation", list, lambda v: len(v) == 4 and _finite(v) and abs(sum(x * x for x in v) - 1) < 1e-6,
              "a unit quaternion [w, x, y, z]")
@@ -152,8 +152,8 @@ class Episode:
             if not isinstance(d.get(key, {}), dict):
                 raise InvalidInput(key, d.get(key), "a mapping", where=w)
         cf = d.get("counterfactual_of")
-        if cf is not None and not isinstance(cf, str):
-            raise InvalidInput("counterfactual_of", cf, "null or an episode id", where=w)
+        if cf is not None:
+            check_name("counterfactual_of", cf, w)
         unknown = set(d) - set(Episode.__dataclass_fields__)
         if unknown:
             raise InvalidInput("episode", sorted(unknown), "only the fields of affectsim-episodes/1", where=w)

@@ -26,6 +26,7 @@ from affectsim_perception.recognizers.base import CHECKPOINT_DIR
 
 DATA_DIR = DATASET_DIR.parent  # holds motions/, scenes/ and episodes/ (`make bench` builds them)
 MAX_BUDGET = 100_000  # upper bound of either budget a run may set
+DATASET_KEY = "dataset_split_sha256"  # run metadata: the checksum of the split a run evaluates
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,7 @@ def run_meta(cfg: EvalConfig, eps: list[Episode], data: Path = DATA_DIR) -> dict
     manifest = json.loads((Path(data) / "episodes" / "manifest.json").read_text())
     return {"config": cfg.as_dict(), "code_version": code_version(), "checkpoints": checkpoints,
             "data_dir": str(Path(data).resolve()),
-            "dataset_split_sha256": manifest["splits"][cfg.split]["sha256"],
+            DATASET_KEY: manifest["splits"][cfg.split]["sha256"],
             "episode_ids": [e.episode_id for e in eps]}
 
 

@@ -26,8 +26,11 @@ import numpy as np
 from PIL import Image
 
 from affectsim_core.episode import Episode
+from affectsim_core.errors import InvalidInput
+from affectsim_core.names import inside
 from affectsim_core.record import EpisodeRecord
 from affectsim_core.timing import StageTimes
+from affectsim_eval.config import DATASET_KEY
 from affectsim_eval.orchestrator import EvaluatedEpisode
 from affectsim_eval.store import ResultsStore
 
@@ -124,6 +127,11 @@ def run_episodes(out: Path, meta: dict, episodes: list[Episode],
     out.mkdir(parents=True, exist_ok=True)
     split = meta.get("config", {}).get("split", "")
     with ResultsStore.open(out / "results.sqlite", meta) as store:
+        started_on = store.meta().get(DATASET_KEY)
+        if started_on is not None and meta.get(DATASET_KEY) != started_on:
+            raise InvalidInput(DATASET_KEY, meta.get(DATASET_KEY), f"{started_on}, the {split} split this run was "
+                               f"started on in {out} (resuming on another dataset would mix two): choose another "
+                               "output directory", where=str(out / "results.sqlite"))
         pending = set(store.pending([e.episode_id for e in episodes], retry_failed=retry_failed))
         todo = [e for e in episodes if e.episode_id in pending]
         summary = RunSummary(out, len(episodes), len(episodes) - len(todo))
@@ -132,7 +140,7 @@ def run_episodes(out: Path, meta: dict, episodes: list[Episode],
         t0 = time.perf_counter()
         for k, res in enumerate(evaluate(todo) if todo else ()):
             if res.thumbnail:
-                save_thumbnail(out / "frames" / f"{res.episode_id}.jpg", res.thumbnail)
+                save_thumbnail(inside(out / "frames", res.episode_id, ".jpg", "episode_id"), res.thumbnail)
             store.put(res.stored(), replace=retry_failed)
             summary.done += 1
             summary.failed += res.status == "failed"

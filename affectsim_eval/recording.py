@@ -25,6 +25,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import serialize_message
 
 from affectsim_core.errors import MissingDependency
+from affectsim_core.names import check_name, inside
 from affectsim_core.ros.topics import TOPICS as NAMES
 
 try:
@@ -72,6 +73,7 @@ class EpisodeRecorder:
                 self._writer.write(self._conns[topic], time.time_ns(), data)
 
     def start(self, episode_id: str) -> None:
+        check_name("episode_id", episode_id)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._tmp = Path(tempfile.mkdtemp(dir=self.out_dir, prefix=f".{episode_id}-"))
         writer = Writer(self._tmp / "bag", version=9, storage_plugin=StoragePlugin.MCAP)
@@ -88,7 +90,7 @@ class EpisodeRecorder:
         for msg in clip_messages:
             writer.write(self._conns[CLIP_TOPIC], time.time_ns(), serialize_message(msg))
         writer.close()
-        final = self.out_dir / self._episode
+        final = inside(self.out_dir, self._episode, field="episode_id")
         if final.exists():
             shutil.rmtree(final)
         (self._tmp / "bag").rename(final)

@@ -19,7 +19,7 @@ from typing import Callable, Protocol
 import numpy as np
 
 from affectsim_core.actions import Action
-from affectsim_core.clips import Clip
+from affectsim_core.clips import Clip, sample_indices
 from affectsim_core.observation import EpisodeInfo
 from affectsim_core.protocol import Outcome
 from affectsim_core.timing import NULL, StageTimes
@@ -28,6 +28,7 @@ from affectsim_nav.planner import GridPlanner, follow_path
 from affectsim_nav.policy import Decision, Policy
 
 UNTIL = ("sighting", "handoff", "clip")
+MAX_CLIP_FRAMES = 2400  # a clip of 10 minutes at 4 Hz (the library's clips: twice 3-8 s)
 STUCK_M = 0.05  # m: a FORWARD that moved less made no progress
 
 
@@ -61,9 +62,9 @@ class ActiveEpisode:
         self.world, self.policy, self.mover, self.timer = world, policy, mover, times
         self.ex = ActionExecutor(world, max_actions, max_planner_calls)
         self.planner = GridPlanner(info, self.ex.count_planner_call, times=times)
-        self.frames: list[np.ndarray] = []
-        self.times: list[float] = []
-        self.poses: list[np.ndarray] = []
+        self.times: list[float] = []  # sim time (s) of every clip frame collected since the handoff
+        self.kept: list[tuple[int, np.ndarray, np.ndarray]] = []  # (index, RGB, camera pose) of the frames kept
+        self.clip_frames: int | None = None  # the clip's length, known once a run collects it
         self.stages: list[str] = []
         self.path: list[np.ndarray] | None = None
         self.moving = False  # a GoalMover goal is active
@@ -95,12 +96,12 @@ class ActiveEpisode:
         ``n_clip`` frames collected after the handoff) -> "reached", or the episode ends -> its outcome."""
         if until not in UNTIL:
             raise ValueError(f"until={until!r} is invalid; expected one of {UNTIL}")
-        if until == "clip" and n_clip < 1:
-            raise ValueError(f"n_clip={n_clip!r} is invalid; expected at least one frame")
+        if until == "clip":
+            self._clip_length(n_clip)
         while self.outcome is None:
             if cancelled():
                 return self._end(Outcome.CANCELLED, "goal cancelled")
-            if until == "clip" and self.log.handoff_step is not None and len(self.frames) >= n_clip:
+            if until == "clip" and self.log.handoff_step is not None and len(self.times) >= n_clip:
                 return self._end(Outcome.HANDOFF)
             try:
                 with self.timer("policy"):
@@ -119,10 +120,8 @@ class ActiveEpisode:
                     self.mover.cancel()
                     self.moving = False
             if self.log.handoff_step is not None:
-                self.frames.append(np.array(self.obs.rgb))
-                self.times.append(self.obs.stamp)
-                self.poses.append(np.array(self.obs.camera_pose))
-                if until == "clip" and len(self.frames) >= n_clip:
+                self._collect()
+                if until == "clip" and len(self.times) >= n_clip:
                     self.stages.append(decision.stage)
                     return self._end(Outcome.HANDOFF)
             self.stages.append(decision.stage)
@@ -137,6 +136,24 @@ class ActiveEpisode:
             if until == "handoff" and decision.handoff:
                 return "reached"
         return self.outcome
+
+    def _clip_length(self, n_clip: int) -> None:
+        """Fix the clip's length: from now on only its :data:`CLIP_FRAMES` sampled frames are kept."""
+        if not 1 <= n_clip <= MAX_CLIP_FRAMES:
+            raise ValueError(f"n_clip={n_clip!r} is invalid; expected 1..{MAX_CLIP_FRAMES} frames")
+        if self.clip_frames is not None and n_clip != self.clip_frames:
+            raise ValueError(f"n_clip={n_clip!r} is invalid; expected {self.clip_frames}, the clip length this "
+                             "episode already collects")
+        self.clip_frames = n_clip
+        keep = set(sample_indices(n_clip).tolist())
+        self.kept = [k for k in self.kept if k[0] in keep]
+
+    def _collect(self) -> None:
+        """One clip frame: its stamp always, its image and camera pose only if the clip will use it."""
+        i = len(self.times)
+        self.times.append(self.obs.stamp)
+        if self.clip_frames is None or i in sample_indices(self.clip_frames):
+            self.kept.append((i, np.array(self.obs.rgb), np.array(self.obs.camera_pose)))
 
     def _execute(self, decision: Decision) -> None:
         """Apply one decision: a primitive action, or a goal (built-in follower or the mover)."""
@@ -189,7 +206,10 @@ class ActiveEpisode:
         return action
 
     def result(self) -> ActiveResult:
-        clip = (Clip("a_obs", np.array(self.times), self.frames, np.array(self.poses).reshape(-1, 4, 4))
+        """The outcome; after a handoff the clip holds the :data:`CLIP_FRAMES` sampled frames (their stamps,
+        images and camera poses), which is all a recognizer receives."""
+        clip = (Clip("a_obs", np.array([self.times[i] for i, _, _ in self.kept]), [f for _, f, _ in self.kept],
+                     np.array([p for _, _, p in self.kept]).reshape(-1, 4, 4))
                 if self.outcome == Outcome.HANDOFF else None)
         return ActiveResult(self.log, clip, self.outcome or Outcome.ABORTED, self.message, self.stages)
 

@@ -30,7 +30,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from affectsim_core.clips import sample_indices
-from affectsim_core.errors import AffectSimError, InvalidInput
+from affectsim_core.errors import InvalidInput
 from affectsim_core.person_tracking import DETECTORS
 from affectsim_core.protocol import MAX_ACTIONS, MAX_PLANNER_CALLS, Outcome
 from affectsim_core.ros.bridge_client import BridgeClient
@@ -38,12 +38,18 @@ from affectsim_core.ros.conversions import diagnostics_to_msg, image_msg, matrix
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES
 from affectsim_interfaces.action import AcquireObservation, FollowPerson, Handoff, SearchPerson
-from affectsim_nav.active import ActiveEpisode, sighting_feedback
+from affectsim_nav.active import MAX_CLIP_FRAMES, ActiveEpisode, sighting_feedback
 from affectsim_nav.nav2_mover import Nav2Mover
 from affectsim_nav.policy import POLICIES, Policy, create_policy
 from affectsim_nav.ros_world import TOPICS, RosWorld
 
 MAX_GOAL_COUNT = 100_000  # upper bound of a goal's max_actions / max_planner_calls
+
+
+def _check_clip_frames(n: int) -> None:
+    if not 1 <= n <= MAX_CLIP_FRAMES:
+        raise InvalidInput("clip_frames", n, f"1..{MAX_CLIP_FRAMES} full-rate frames (2 x motion duration at 4 Hz)",
+                           where="nav")
 
 PARAMS: tuple[Param, ...] = (
     Param("policy", "baseline", "default active-observation policy (registered name)", choices=POLICIES.names),
@@ -95,10 +101,12 @@ class NavNode(Node):
                 self._idle.clear()
             try:
                 outcome, message, fields = run(handle)
-            except (AffectSimError, ValueError, KeyError, TimeoutError, RuntimeError) as exc:
+            except Exception as exc:  # noqa: BLE001 - the goal ends with the reason, the node keeps serving
                 outcome, message, fields = Outcome.ABORTED, f"{type(exc).__name__}: {exc}", {}
                 self.get_logger().error(f"{typ.__name__} failed: {message}")
             finally:
+                if self.episode is not None and self.episode.outcome is not None:
+                    self.episode = None  # an ended episode leaves nothing to continue: free its frames now
                 self._idle.set()
             if outcome == Outcome.CANCELLED and handle.is_cancel_requested:
                 handle.canceled()
@@ -150,11 +158,15 @@ class NavNode(Node):
         return self._policies[name]
 
     def _start(self, goal) -> ActiveEpisode:
-        """A new episode from the bridge's current state and the goal's non-privileged fields."""
+        """A new episode from the bridge's current state and the goal's non-privileged fields (each bounded)."""
         for field in ("max_actions", "max_planner_calls"):
             if getattr(goal, field) > MAX_GOAL_COUNT:
                 raise InvalidInput(field, getattr(goal, field), f"a count <= {MAX_GOAL_COUNT} (0 = protocol default)",
                                    where="nav")
+        for field, most in (("episode_id", 128), ("policy", 128), ("target_description", 256)):
+            if len(getattr(goal, field)) > most:
+                raise InvalidInput(field, f"{len(getattr(goal, field))} characters", f"at most {most}", where="nav")
+        self.episode = None  # the previous episode's buffers go now, not when this one ends
         world = RosWorld(self.io, float(self.p["timeout_s"]))
         info = world.episode_info(goal.episode_id, goal.target_description)
         self.episode = ActiveEpisode(world, info, self._policy(goal.policy), goal.max_actions or MAX_ACTIONS,
@@ -180,8 +192,7 @@ class NavNode(Node):
     # ------------------------------------------------------------------ the four actions
     def _acquire(self, handle):
         goal = handle.request
-        if goal.clip_frames < 1:
-            raise InvalidInput("clip_frames", goal.clip_frames, "at least 1 (2 x motion duration at 4 Hz)", where="nav")
+        _check_clip_frames(goal.clip_frames)
         ep = self._start(goal)
         if ep.outcome is None:
             ep.run("clip", goal.clip_frames, lambda: self._stopped(handle), self._feedback(AcquireObservation, handle))
@@ -214,8 +225,7 @@ class NavNode(Node):
         ep = self._continuing()
         if ep.log.handoff_step is None:
             raise InvalidInput("episode", "no handoff yet", "a handed-off episode: send Handoff first", where="nav")
-        if handle.request.clip_frames < 1:
-            raise InvalidInput("clip_frames", handle.request.clip_frames, "at least 1", where="nav")
+        _check_clip_frames(handle.request.clip_frames)
         out = ep.run("clip", handle.request.clip_frames, lambda: self._stopped(handle), self._feedback(FollowPerson, handle))
         return out, ep.message, {"clip_stamps": [to_time(t) for t in ep.times], "path_length": ep.log.path_length}
 

@@ -36,6 +36,7 @@ from affectsim_bridge.humans.validate import validate_library
 from affectsim_bridge.navigable import NavigableSpace
 from affectsim_bridge.scene import builtin_scene_ids, load_scene
 from affectsim_core.errors import AffectSimError, InvalidInput
+from affectsim_core.names import inside
 from affectsim_core.plugins import load_plugins
 from affectsim_core.protocol import EMOTIONS, MAX_ACTIONS, MAX_PLANNER_CALLS, SPLITS
 from affectsim_core.ros.bridge_client import BridgeClient
@@ -245,7 +246,8 @@ def _dataset(ns: argparse.Namespace) -> int:
             ep = inspect.counterfactual(ep, ns.emotion, Library())
             d = ep.to_dict()
             print(json.dumps({k: d[k] for k in ("episode_id", "counterfactual_of", "emotion", "humans")}, indent=1))
-        print(f"[dataset] {inspect.show_episode(ep, Path('results/episodes') / (ep.episode_id + '.png'))}")
+        out = inside(Path("results/episodes"), ep.episode_id, ".png", "episode_id")
+        print(f"[dataset] {inspect.show_episode(ep, out)}")
         return 0
     raise AffectSimError(f"dataset {ns.what!r} is unknown")
 

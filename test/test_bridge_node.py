@@ -3,12 +3,12 @@
 import math
 import shutil
 import threading
-import time
 
 import numpy as np
 import pytest
 import rclpy
-from geometry_msgs.msg import Twist
+from geometry_msgs.msg import Pose, Twist
+from geometry_msgs.msg import Pose2D as Pose2DMsg
 from rcl_interfaces.srv import DescribeParameters, SetParameters
 from rclpy.parameter import Parameter
 
@@ -19,6 +19,8 @@ from affectsim_core.ros import tf_tree
 from affectsim_core.ros.bridge_client import LATCHED, TOPICS, BridgeClient
 from affectsim_core.ros.conversions import from_time, image_to_array
 from affectsim_core.ros.env import ensure_loopback
+from affectsim_core.ros.topics import SERVICES
+from affectsim_interfaces.srv import RenderViews
 from affectsim_ros.launcher import GraphProcesses
 
 
@@ -172,3 +174,43 @@ def test_parameters_are_described_bounded_and_read_only(bridge):
     assert "lockstep" in desc["mode"].additional_constraints
     res = call(set_params, SetParameters.Request(parameters=[Parameter("mode", value="free_run").to_parameter_msg()]))
     assert not res.results[0].successful and "read-only" in res.results[0].reason
+
+
+def _call(cli, req, timeout=120.0):
+    done = threading.Event()
+    fut = cli.call_async(req)
+    fut.add_done_callback(lambda _f: done.set())
+    assert done.wait(timeout), "no answer"
+    return fut.result()
+
+
+def test_hostile_requests_are_refused_with_the_numbers_and_the_bridge_keeps_serving(bridge):
+    client, g = bridge
+    person = dict(id="a", x=3.5, y=2.5, yaw=0.0, appearance=0, is_target=True, motion_id="", phase=0.0)
+    for people, field in (([person, dict(person, id="b", y=1.5)], "exactly one target"),
+                          ([dict(person, is_target=False)], "exactly one target"),
+                          ([person, dict(person, is_target=False)], "unique ids"),
+                          ([dict(person, x=0.0, y=2.5)], "not inside a wall"),  # the apartment's west wall
+                          ([dict(person, x=-3.0, y=2.5)], "inside a room"),
+                          ([dict(person, x=1.05, y=2.5)], "off the robot's base"),
+                          ([dict(person, phase=1e300)], "phase")):
+        r = client.load("test_apartment", 1.0, 2.5, 0.0, people)
+        assert not r.success and field in r.message, (field, r.message)
+    render = client.node.create_client(RenderViews, SERVICES["render_views"])
+    assert render.wait_for_service(30)
+    huge = RenderViews.Request(size=4096, times=[0.0] * 512, head_tilts=[0.0] * 512)
+    huge.robot_poses = [Pose2DMsg(x=1.0, y=2.5, theta=0.0)] * 512
+    r = _call(render, huge)
+    assert not r.success and "512 x 4096 x 4096 x 3 = 25769803776 bytes" in r.message and "at most" in r.message
+    for w, pos in ((0.0, 1.0), (float("nan"), 1.0), (1.0, float("nan"))):
+        req = RenderViews.Request(size=224, times=[0.0], head_tilts=[0.0], robot_poses=[Pose2DMsg(x=1.0, y=2.5)])
+        cam = Pose()
+        cam.position.x, cam.position.z, cam.orientation.w = pos, 1.0, w
+        req.cameras = [cam]
+        r = _call(render, req)
+        assert not r.success and "cameras[0]" in r.message and "unit quaternion" in r.message
+    ok = _call(render, RenderViews.Request(size=224, times=[0.0], head_tilts=[0.0],
+                                           robot_poses=[Pose2DMsg(x=1.0, y=2.5, theta=0.0)]))
+    assert ok.success and (ok.frames[0].width, ok.frames[0].height) == (224, 224)
+    assert g.poll()["bridge"] is None
+    assert client.load("test_apartment", 1.0, 2.5, 0.0).success

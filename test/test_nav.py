@@ -13,6 +13,7 @@ from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.motion import Motion
 from affectsim_bridge.humans.styles import Performer
 from affectsim_bridge.scene import Scene, load_scene
+from affectsim_bridge.views import render_views
 from affectsim_core.actions import Action
 from affectsim_core.clips import Clip, clip_steps, clip_times, sample_indices
 from affectsim_core.episode import Episode
@@ -21,11 +22,10 @@ from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.protocol import EMOTIONS
 from affectsim_eval.dataset.composer import describe
 from affectsim_eval.orchestrator import evaluate_episode
-from affectsim_bridge.views import render_views
 from affectsim_eval.passive import body_track, p_init_views, p_mon_views, p_ref_clip
 from affectsim_eval.reference import MAX_STEP, BodyTrack, frame_yaw, plan_reference, smooth_frame
 from affectsim_eval.worlds import InProcessWorld, SimulatorWorld
-from affectsim_nav.active import run_active
+from affectsim_nav.active import ActiveEpisode, run_active
 from affectsim_nav.executor import ActionExecutor, BudgetExhausted
 from affectsim_nav.planner import GridPlanner
 from affectsim_nav.policy import POLICIES, Decision, Policy, create_policy
@@ -222,13 +222,27 @@ def test_policy_registry_and_failures_end_the_episode_with_a_reason(backend, sce
     world = SimulatorWorld(backend)
     n = clip_steps(m.duration)
     res = run_active(world, info, POLICIES.create("stay"), n)
-    assert res.outcome == "handoff" and res.log.handoff_step == 0 and len(res.clip.frames) == n
+    assert res.outcome == "handoff" and res.log.handoff_step == 0 and len(res.clip.frames) == 8  # only the sampled
+    assert np.allclose(res.clip.times, (np.arange(n) * 0.25)[sample_indices(n)])  # ... at the protocol's instants
     assert res.log.path_length == 0.0
     for pol, outcome, text in ((_Raises(), "policy_error", "boom"), (_Invalid(), "policy_error", "expected a Decision"),
                                (_Spin(), "budget_exhausted", "20 primitive actions")):
         backend.load(scene, START, (person(m),))
         res = run_active(world, info, pol, n, max_actions=20)
         assert res.outcome == outcome and text in res.message and res.clip is None
+
+
+def test_a_long_clip_keeps_only_its_sampled_frames(backend, scene, performer):
+    m = generate("s", "standing", "neutral", performer, 1, scenario="gestures")
+    backend.load(scene, START, (person(m),))
+    ep = ActiveEpisode(SimulatorWorld(backend), info_for(backend, START), POLICIES.create("stay"))
+    sizes = []
+    ep.run("clip", 200, on_step=lambda e: sizes.append(len(e.kept)))
+    assert ep.outcome == "handoff" and len(ep.times) == 200 and max(sizes) <= 8  # not 200 frames of 640x480
+    clip = ep.result().clip
+    assert len(clip.frames) == 8 and np.allclose(clip.times, np.array(ep.times)[sample_indices(200)])
+    with pytest.raises(ValueError, match="n_clip=100 is invalid; expected 200"):
+        ep.run("clip", 100)
 
 
 def test_baseline_hands_off_and_follows_a_visible_person(backend, scene, performer):
@@ -241,7 +255,7 @@ def test_baseline_hands_off_and_follows_a_visible_person(backend, scene, perform
     finally:
         pol.close()
     assert res.outcome == "handoff", res.message
-    assert res.log.handoff_step <= 6 and len(res.clip.frames) == n
+    assert res.log.handoff_step <= 6 and len(res.clip.frames) == 8 and len(res.log.actions) >= n
     assert res.stages[res.log.handoff_step:].count("follow") == len(res.stages) - res.log.handoff_step
 
 

@@ -147,8 +147,11 @@ def test_cancel_preemption_and_bad_goals_keep_the_node_serving(graph, library):
     acquire = clients[AcquireObservation]
     # bad goals: each ends aborted with the field named
     assert client.load(SCENE, 1.5, 2.5, 1.57, humans=humans).success
-    status, res, _ = call(acquire, AcquireObservation.Goal(episode_id="bad", clip_frames=0))
-    assert status == GoalStatus.STATUS_ABORTED and "clip_frames" in res.message
+    for n in (0, 1_000_000):  # no clip, or one that would grow the node by ~1 MB a step for 70 hours
+        status, res, _ = call(acquire, AcquireObservation.Goal(episode_id="bad", clip_frames=n))
+        assert status == GoalStatus.STATUS_ABORTED and f"clip_frames={n}" in res.message and "1..2400" in res.message
+    status, res, _ = call(acquire, AcquireObservation.Goal(episode_id="x" * 129, clip_frames=5))
+    assert status == GoalStatus.STATUS_ABORTED and "episode_id" in res.message and "at most 128" in res.message
     status, res, _ = call(acquire, AcquireObservation.Goal(episode_id="bad", clip_frames=5, policy="nope"))
     assert status == GoalStatus.STATUS_ABORTED and "policy" in res.message and "baseline" in res.message
     # cancel mid-episode

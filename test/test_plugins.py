@@ -128,7 +128,7 @@ def _policy(name, world):
         assert np.isfinite(traj).all() and b.navigable.is_free(traj[:, 1:3]).all()
         assert len(res.log.actions) <= 20 + 4  # the budget, then at most the clip
         if res.outcome == Outcome.HANDOFF:
-            assert len(res.clip.frames) == 4
+            assert len(res.clip.frames) == 4  # a clip of 4 full-rate frames keeps those 4 (sampled with repeats)
         trajectories.append(res.log.trajectory)
     assert trajectories[0] == trajectories[1]  # same episode: same trajectory
 

@@ -208,13 +208,14 @@ class SimulatorBackend(abc.ABC):
         not_walls = tuple(i for i, oid in enumerate(nav.obstacle_ids) if not oid.startswith("wall"))
         for h in humans:
             xy = h.pose_at(0.0)[0][:2]
+            where = (round(float(xy[0]), 3), round(float(xy[1]), 3))
             if not nav.in_rooms(xy[None])[0]:
-                raise InvalidInput(f"humans[{h.id}] position", tuple(np.round(xy, 3)), f"a point inside a room of {scene.id!r}")
+                raise InvalidInput(f"humans[{h.id}] position", where, f"a point inside a room of {scene.id!r}")
             if nav.clearance(xy[None], exclude=not_walls)[0] <= 0.0:
-                raise InvalidInput(f"humans[{h.id}] position", tuple(np.round(xy, 3)), "a point outside the walls")
+                raise InvalidInput(f"humans[{h.id}] position", where, "a point not inside a wall")
             gap = float(np.hypot(*(xy - robot.xy)))
             if gap < self.robot.radius:
-                raise InvalidInput(f"humans[{h.id}] position", tuple(np.round(xy, 3)),
+                raise InvalidInput(f"humans[{h.id}] position", where,
                                    f"a point off the robot's base ({gap:.2f} m from its centre; radius "
                                    f"{self.robot.radius} m)")
 

@@ -37,6 +37,7 @@ from affectsim_bridge.humans.motion import Motion, load_motion, save_motion
 from affectsim_bridge.humans.styles import Performer
 from affectsim_core.atomic import staged_dir
 from affectsim_core.errors import InvalidInput
+from affectsim_core.names import check_name
 from affectsim_core.protocol import EMOTIONS
 
 LIBRARY_FORMAT = "affectsim-motion-library/1"
@@ -103,6 +104,9 @@ def plan(seed: int = 0, ag_performers: int = 12, ag_takes: int = 2, oc_performan
     return plans, sequences
 
 
+_VERIFIED: set[tuple[str, str]] = set()  # (clip file, SHA-256) checked in this process
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -155,14 +159,43 @@ class Library:
             self.manifest = json.loads(path.read_text())
         except json.JSONDecodeError as exc:
             raise InvalidInput("manifest.json", str(path), f"valid JSON ({exc})") from None
-        if self.manifest.get("format") != LIBRARY_FORMAT:
-            raise InvalidInput("manifest.format", self.manifest.get("format"), repr(LIBRARY_FORMAT), where=str(path))
-        self.entries = {e["id"]: e for e in self.manifest["clips"]}
+        if not isinstance(self.manifest, dict) or self.manifest.get("format") != LIBRARY_FORMAT:
+            found = self.manifest.get("format") if isinstance(self.manifest, dict) else type(self.manifest).__name__
+            raise InvalidInput("manifest.format", found, repr(LIBRARY_FORMAT), where=str(path))
+        clips = self.manifest.get("clips")
+        if not isinstance(clips, list):
+            raise InvalidInput("manifest.clips", type(clips).__name__, "a list of clip entries", where=str(path))
+        self.entries = {}
+        root = self.root.resolve()
+        for i, e in enumerate(clips):
+            w = f"{path}: clips[{i}]"
+            if not isinstance(e, dict):
+                raise InvalidInput("entry", type(e).__name__, "a mapping", where=w)
+            check_name("id", e.get("id"), w)
+            f = e.get("file")
+            if not isinstance(f, str) or not (root / f).resolve().is_relative_to(root):
+                raise InvalidInput("file", f, f"a path inside {self.root}", where=w)
+            if not (isinstance(e.get("sha256"), str) and len(e["sha256"]) == 64):
+                raise InvalidInput("sha256", e.get("sha256"), "a SHA-256 hex digest", where=w)
+            self.entries[e["id"]] = e
 
     def load(self, mid: str) -> Motion:
+        """The clip ``mid``, its file verified against the manifest's SHA-256 (once per process)."""
         if mid not in self.entries:
             raise InvalidInput("motion id", mid, f"an id in {self.root / 'manifest.json'}")
-        return load_motion(self.root / self.entries[mid]["file"])
+        e = self.entries[mid]
+        path = self.root / e["file"]
+        key = (str(path.resolve()), e["sha256"])
+        if key not in _VERIFIED:
+            try:
+                sha = _sha256(path)
+            except OSError:
+                raise InvalidInput("file", str(path), f"the clip file of motion {mid!r}") from None
+            if sha != e["sha256"]:
+                raise InvalidInput("sha256", str(path), f"{e['sha256']} from {self.root / 'manifest.json'} (the file "
+                                   f"has {sha}: changed or corrupt)")
+            _VERIFIED.add(key)
+        return load_motion(path)
 
     def select(self, **where) -> list[dict]:
         return [e for e in self.entries.values() if all(e.get(k) == v for k, v in where.items())]

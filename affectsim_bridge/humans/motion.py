@@ -30,6 +30,7 @@ from affectsim_core.protocol import EMOTIONS
 SOLO_ACTIONS = ("walk", "sit_down", "seated", "knock", "standing")  # what one performer does
 ACTIONS = (*SOLO_ACTIONS, "dyadic")
 FORMAT = "affectsim-motion/1"
+MAX_FRAMES = 60_000  # frames of one clip (over 16 min at 60 fps; the library's clips have a few hundred)
 
 
 @dataclass(eq=False)
@@ -136,18 +137,36 @@ def save_motion(m: Motion, path: Path) -> None:
         raise
 
 
+def _array_shapes(path: Path) -> dict[str, tuple[int, ...]]:
+    """Shapes of the arrays of an ``.npz`` file, read from their headers (no array is loaded)."""
+    shapes = {}
+    with zipfile.ZipFile(path) as zf:
+        for name in zf.namelist():
+            with zf.open(name) as f:
+                version = np.lib.format.read_magic(f)
+                read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+                shapes[name.removesuffix(".npy")] = read(f)[0]
+    return shapes
+
+
 def load_motion(path: Path) -> Motion:
-    """Read and validate a clip; malformed or truncated files raise :class:`InvalidInput` naming the file."""
+    """Read and validate a clip; malformed or truncated files raise :class:`InvalidInput` naming the file.
+    A clip longer than :data:`MAX_FRAMES` is refused from its array headers, before anything is loaded."""
     where = str(path)
     try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in ("root_pos", "root_rot", "dofs", "meta")}
+        shapes = _array_shapes(path)
+        frames = max((s[0] for k, s in shapes.items() if k in ("root_pos", "root_rot", "dofs") and s), default=0)
+        if frames <= MAX_FRAMES:
+            with np.load(path, allow_pickle=False) as z:
+                arrays = {k: z[k] for k in ("root_pos", "root_rot", "dofs", "meta")}
     except FileNotFoundError:
         raise InvalidInput("path", where, "an existing motion file") from None
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         raise InvalidInput("<file>", where, f"a complete {FORMAT} .npz file ({type(exc).__name__}: {exc})") from None
     except KeyError as exc:
         raise InvalidInput(str(exc), None, "the array to be present", where=where) from None
+    if frames > MAX_FRAMES:
+        raise InvalidInput("frames", frames, f"at most {MAX_FRAMES} frames per clip", where=where)
     try:
         meta = json.loads(str(arrays["meta"]))
     except json.JSONDecodeError as exc:

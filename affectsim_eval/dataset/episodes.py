@@ -13,16 +13,22 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import os
 import tempfile
+import zlib
 from pathlib import Path
 
 from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
+from affectsim_core.names import inside
 from affectsim_core.protocol import SPLITS
 
 FORMAT = "affectsim-episodes/1"
+MAX_MANIFEST_BYTES = 1 * 2 ** 20  # the dataset manifest (~2 KB)
+MAX_SPLIT_BYTES = 64 * 2 ** 20  # one gzipped split file (train: 2.6 MB)
+MAX_SPLIT_JSON_BYTES = 512 * 2 ** 20  # its JSON once decompressed (train: 15 MB)
 DATASET_DIR = Path(__file__).resolve().parents[2] / "data" / "episodes"
 
 
@@ -53,25 +59,39 @@ def load_split(split: str, root: Path = DATASET_DIR, scenes: set[str] | None = N
     manifest_path = Path(root) / "manifest.json"
     if not manifest_path.is_file():
         raise InvalidInput("dataset", str(root), "a built dataset (run `affectsim dataset build`)")
+    if manifest_path.stat().st_size > MAX_MANIFEST_BYTES:
+        raise InvalidInput("manifest.json", f"{manifest_path.stat().st_size} bytes", f"at most {MAX_MANIFEST_BYTES}")
     try:
         manifest = json.loads(manifest_path.read_text())
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput("manifest.json", str(manifest_path), f"valid JSON ({exc})") from None
-    entry = manifest.get("splits", {}).get(split)
-    if entry is None:
-        raise InvalidInput("manifest.splits", sorted(manifest.get("splits", {})), f"an entry for {split!r}",
+    splits = manifest.get("splits") if isinstance(manifest, dict) else None
+    if not isinstance(splits, dict):
+        raise InvalidInput("manifest.splits", type(splits).__name__, "a mapping of split name to file entry",
                            where=str(manifest_path))
-    path = Path(root) / entry["file"]
+    entry = splits.get(split)
+    if entry is None:
+        raise InvalidInput("manifest.splits", sorted(splits), f"an entry for {split!r}", where=str(manifest_path))
+    if not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str) and isinstance(entry.get("file"), str)):
+        raise InvalidInput(f"manifest.splits.{split}", entry, '{"file": name, "sha256": hex digest, ...}',
+                           where=str(manifest_path))
+    path = inside(Path(root), entry["file"], field=f"manifest.splits.{split}.file")
     try:
-        raw = path.read_bytes()
+        size = path.stat().st_size
     except OSError:
         raise InvalidInput("file", str(path), "an existing split file") from None
+    if size > MAX_SPLIT_BYTES:
+        raise InvalidInput("file", f"{path}: {size} bytes", f"a split file of at most {MAX_SPLIT_BYTES} bytes")
+    raw = path.read_bytes()
     if hashlib.sha256(raw).hexdigest() != entry["sha256"]:
         raise InvalidInput("sha256", str(path), "the checksum in manifest.json (file changed or truncated)")
     try:
-        doc = json.loads(gzip.decompress(raw))
-    except (OSError, EOFError, json.JSONDecodeError, gzip.BadGzipFile) as exc:
-        raise InvalidInput("<file>", str(path), f"gzipped JSON ({exc})") from None
+        text = gzip.GzipFile(fileobj=io.BytesIO(raw)).read(MAX_SPLIT_JSON_BYTES + 1)
+        if len(text) > MAX_SPLIT_JSON_BYTES:
+            raise InvalidInput("<file>", str(path), f"at most {MAX_SPLIT_JSON_BYTES} bytes of JSON once decompressed")
+        doc = json.loads(text)
+    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError, zlib.error) as exc:
+        raise InvalidInput("<file>", str(path), f"gzipped JSON ({type(exc).__name__}: {exc})") from None
     found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
     if found != FORMAT:
         raise InvalidInput("format", found, repr(FORMAT), where=str(path))

@@ -12,16 +12,20 @@ import abc
 import hashlib
 import io
 import json
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from affectsim_core.errors import InvalidInput
+from affectsim_core.names import inside
 from affectsim_core.protocol import CLIP_FRAMES, CLIP_SIZE, EMOTIONS
 from affectsim_core.registry import Registry
 
 CHECKPOINT_DIR = Path(__file__).resolve().parents[1] / "checkpoints"
+MAX_MANIFEST_BYTES = 2 ** 20  # a checkpoint manifest (~20 KB)
+MAX_WEIGHTS_BYTES = 256 * 2 ** 20  # its weights.npz (the shipped ones: < 20 MB)
 
 
 @dataclass(frozen=True)
@@ -115,29 +119,43 @@ class Checkpoint:
     manifest: dict = field(default_factory=dict)
 
 
-def load_checkpoint(name: str, root: Path = CHECKPOINT_DIR) -> Checkpoint:
-    """Load ``root/name/weights.npz``, verifying its SHA-256 against ``root/name/manifest.json``."""
-    d = Path(root) / name
+def load_checkpoint(name: str, root: Path = CHECKPOINT_DIR, required: tuple[str, ...] = ()) -> Checkpoint:
+    """Load ``root/name/weights.npz``, verifying its SHA-256 against ``root/name/manifest.json``, that it
+    holds the ``required`` arrays, and that every array is finite; any problem names the file."""
+    d = inside(Path(root), name, field="checkpoint")
     mpath, wpath = d / "manifest.json", d / "weights.npz"
     if not mpath.is_file():
         raise InvalidInput("checkpoint", str(d), f"a directory with manifest.json (run `affectsim train {name}`)")
+    if mpath.stat().st_size > MAX_MANIFEST_BYTES:
+        raise InvalidInput("checkpoint manifest", f"{mpath}: {mpath.stat().st_size} bytes", f"at most {MAX_MANIFEST_BYTES}")
     try:
         manifest = json.loads(mpath.read_text())
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise InvalidInput("checkpoint manifest", str(mpath), f"valid JSON ({exc})") from None
-    blob = wpath.read_bytes() if wpath.is_file() else b""
-    if not blob:
-        raise InvalidInput("checkpoint weights", str(wpath), "a non-empty weights.npz")
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("weights_sha256"), str):
+        raise InvalidInput("checkpoint manifest", str(mpath), 'a JSON object with "weights_sha256" (hex digest)')
+    size = wpath.stat().st_size if wpath.is_file() else 0
+    if not 0 < size <= MAX_WEIGHTS_BYTES:
+        raise InvalidInput("checkpoint weights", f"{wpath}: {size} bytes", f"a weights.npz of 1 to {MAX_WEIGHTS_BYTES} bytes")
+    blob = wpath.read_bytes()
     sha = hashlib.sha256(blob).hexdigest()
-    if sha != manifest.get("weights_sha256"):
+    if sha != manifest["weights_sha256"]:
         raise InvalidInput("checkpoint weights", str(wpath),
-                           f"SHA-256 {manifest.get('weights_sha256')} from the manifest (file has {sha}; corrupt or replaced)")
+                           f"SHA-256 {manifest['weights_sha256']} from the manifest (file has {sha}; corrupt or replaced)")
     try:
         with np.load(io.BytesIO(blob), allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, zipfile.BadZipFile) as exc:
         raise InvalidInput("checkpoint weights", str(wpath), f"a readable .npz ({exc})") from None
-    for a in arrays.values():
+    missing = [k for k in required if k not in arrays]
+    if missing:
+        raise InvalidInput("checkpoint weights", str(wpath), f"the arrays {missing} of a {name} checkpoint "
+                           f"(it has {sorted(arrays)[:8]}{'...' if len(arrays) > 8 else ''}; retrain: "
+                           f"affectsim train {name})")
+    for k, a in arrays.items():
+        if a.dtype.kind not in "biuf" or not np.isfinite(a).all():
+            raise InvalidInput(f"checkpoint weights[{k!r}]", str(wpath), "finite numbers (the file holds NaN, "
+                               "infinity or non-numeric data)")
         a.setflags(write=False)
     return Checkpoint(arrays, manifest)
 

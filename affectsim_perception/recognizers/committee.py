@@ -43,7 +43,7 @@ class Committee(Recognizer):
     name = "committee"
 
     def __init__(self, checkpoint: str = "committee", detector=None) -> None:
-        ck = load_checkpoint(checkpoint)
+        ck = load_checkpoint(checkpoint, required=("weights",))
         if tuple(ck.manifest.get("members", ())) != MEMBERS:
             raise ValueError(f"checkpoint {checkpoint!r} has members {ck.manifest.get('members')}; expected {MEMBERS}")
         self.weights = ck.arrays["weights"]

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from affectsim_core.errors import InvalidInput
 from affectsim_perception.person_model import BlazePose, clip_pose
 from affectsim_perception.recognizers.base import (
     RECOGNIZERS,
@@ -229,11 +230,12 @@ class PoseTemporal(Recognizer):
     name = "pose-temporal"
 
     def __init__(self, checkpoint: str = "pose-temporal", detector=None) -> None:
-        self.weights = load_checkpoint(checkpoint).arrays
-        n_in = self.weights["m0_mu"].shape[0] if "m0_mu" in self.weights else None
-        if n_in != N_FEATURES or "m0_C0" not in self.weights:
-            raise ValueError(f"checkpoint {checkpoint!r} expects {n_in} features without the temporal network's layers;"
-                             f" this code computes {N_FEATURES} (retrain: affectsim train pose-temporal)")
+        self.weights = load_checkpoint(checkpoint, required=("m0_mu", "m0_sd", "m0_C0", "m0_c0", "m0_W0", "m0_b0",
+                                                             "temperature")).arrays
+        n_in = self.weights["m0_mu"].shape[0]
+        if n_in != N_FEATURES:
+            raise InvalidInput(f"checkpoint {checkpoint!r} m0_mu", f"{n_in} features",
+                               f"the {N_FEATURES} this code computes (retrain: affectsim train pose-temporal)")
         if detector is None:
             detector = BlazePose(video=True)
         self.detector = detector

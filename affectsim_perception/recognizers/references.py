@@ -20,7 +20,7 @@ class Majority(Recognizer):
     name = "majority"
 
     def __init__(self, checkpoint: str = "majority") -> None:
-        counts = load_checkpoint(checkpoint).arrays["class_counts"].astype(float)
+        counts = load_checkpoint(checkpoint, required=("class_counts",)).arrays["class_counts"].astype(float)
         self.probs = counts / counts.sum()
         self.label = EMOTIONS[int(np.argmax(counts))]
 

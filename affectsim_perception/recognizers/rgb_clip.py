@@ -54,7 +54,8 @@ class RgbClip(Recognizer):
     name = "rgb-clip"
 
     def __init__(self, checkpoint: str = "rgb-clip") -> None:
-        self.weights = load_checkpoint(checkpoint).arrays
+        self.weights = load_checkpoint(checkpoint, required=("mean", "std", "conv0.weight", "conv0.bias", "fc.weight",
+                                                             "fc.bias", "temperature")).arrays
 
     def predict(self, clip: ClipInput) -> Prediction:
         return self.predict_small(small_frames(clip.frames))
