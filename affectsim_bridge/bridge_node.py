@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Callable
 
@@ -51,6 +52,7 @@ CAMERA_MAX_PX = 1280  # head camera width and height limit (the model's offscree
 MAX_VIEWS = 512  # views of one RenderViews request
 MAX_VIEW_SIZE = 4096  # px, side of RenderViews' resized frames
 RENDER_BUDGET_BYTES = 256 * 2 ** 20  # frames of one RenderViews reply (views x width x height x 3)
+ANSWERED_KEEP = 32  # recent replies kept per service for repeated request ids
 
 PARAMS: tuple[Param, ...] = (
     Param("backend", DEFAULT_BACKEND, "simulator backend", choices=BACKENDS.names),
@@ -97,6 +99,7 @@ class BridgeNode(Node):
         self._map_odom = Transform.identity()
         self._map_msg: tuple[object, OccupancyGrid] | None = None  # (scene, map) published for it
         self._last_twist = (0.0, 0.0)
+        self._answered: dict[str, OrderedDict] = {"load_world": OrderedDict(), "apply_action": OrderedDict()}
 
         self.world = WorldThread()
         self.backend = self.world.call(lambda: BACKENDS.create(self.p["backend"], robot=robot, head=k,
@@ -215,9 +218,24 @@ class BridgeNode(Node):
     # ------------------------------------------------------------------ ROS callbacks
     def _guarded(self, service: str, fn: Callable, req, res):
         """Run a service handler; a rejected or failed request (MemoryError included) gets
-        ``success=False`` and the reason, and the node keeps serving."""
+        ``success=False`` and the reason, and the node keeps serving. A repeat of a recently
+        answered ``request_id`` gets that reply again and changes nothing (:mod:`affectsim_core.ros.calls`)."""
+        answered = self._answered.get(service)
+        rid = getattr(req, "request_id", 0)
+        if answered is not None and rid:
+            with self._state_lock:
+                done = answered.get(rid)
+            if done is not None:
+                for name in res.get_fields_and_field_types():
+                    setattr(res, name, getattr(done, name))
+                return res
         try:
             fn(req, res)
+            if answered is not None and rid:
+                with self._state_lock:
+                    answered[rid] = res
+                    while len(answered) > ANSWERED_KEEP:
+                        answered.popitem(last=False)
         except (AffectSimError, ValueError, KeyError, TimeoutError, RuntimeError) as exc:
             res.success, res.message = False, str(exc)
             self.get_logger().error(f"{service} rejected: {exc}")

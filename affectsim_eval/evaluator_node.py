@@ -41,6 +41,8 @@ PARAMS: tuple[Param, ...] = (
     Param("max_actions", MAX_ACTIONS, "A-Obs action budget", bounds=(1, MAX_BUDGET)),
     Param("max_planner_calls", MAX_PLANNER_CALLS, "A-Obs global planner budget", bounds=(0, MAX_BUDGET)),
     Param("retry_failed", False, "re-run episodes recorded as failed"),
+    Param("episode_attempts", 3, "times an episode is evaluated before it is stored as failed (after a failure "
+          "the evaluator waits for the graph to answer again)", bounds=(1, 10)),
     Param("data_dir", "", "directory with motions/, scenes/ and episodes/ ('' = the project's data/)"),
     Param("record", False, "write an MCAP recording of every A-Obs episode to output_dir/recordings"),
     Param("exit_when_done", True, "shut the node down after the report is written"),
@@ -77,12 +79,24 @@ class EvaluatorNode(Node):
                 return evaluate_episode(ep, world, data.scene(ep.scene_id), data.load_motion, self.cfg.max_actions,
                                         self.cfg.max_planner_calls, times=times)
 
-            def serial(todo: list[Episode]):
-                return (evaluate_safely(ep, evaluate, "ros", times) for ep in todo)
+            def recover(reason: str) -> None:
+                log.warning(f"episode failed: {reason}; waiting for the graph, then evaluating it again")
+                world.wait_for_graph(float(self.p["timeout_s"]))
 
-            run_episodes(self.out, run_meta(self.cfg, self.episodes, self.data), self.episodes, serial,
-                         "the ROS graph", bool(self.p["retry_failed"]), log=log.info)
-            log.info(f"report: {write_report(self.out)}")
+            def serial(todo: list[Episode]):
+                return (evaluate_safely(ep, evaluate, "ros", times, int(self.p["episode_attempts"]), recover)
+                        for ep in todo)
+
+            summary = run_episodes(self.out, run_meta(self.cfg, self.episodes, self.data), self.episodes, serial,
+                                   "the ROS graph", bool(self.p["retry_failed"]), log=log.info)
+            if len(summary.failures) < summary.total:  # a report needs one finished episode
+                log.info(f"report: {write_report(self.out)}")
+            if summary.failures:  # the node exits non-zero, and with it the launcher
+                first = ", ".join(i for i, _ in summary.failures[:5])
+                self.error = (f"{len(summary.failures)} of {summary.total} episodes are stored as failed ({first}"
+                              f"{', ...' if len(summary.failures) > 5 else ''}); see report.md, rerun with "
+                              "retry_failed:=true")
+                log.error(self.error)
         except Exception as exc:  # noqa: BLE001 - reported, then the node exits non-zero
             self.error = f"{type(exc).__name__}: {exc}"
             log.error(f"evaluation stopped: {self.error}")

@@ -7,7 +7,8 @@ once written, ``report.md``. :func:`run_episodes` opens the store, skips the epi
 holds (failed ones too unless ``retry_failed``), hands the rest to an evaluator (any function that
 turns episodes into :class:`EpisodeResult`, in any order) and commits each result as it arrives,
 so a killed run loses nothing it had finished. :func:`evaluate_safely` is the worker side: one
-episode, timed, any failure turned into a failed result (never raises).
+episode, timed, retried a bounded number of times if asked, any failure turned into a failed result
+(never raises).
 """
 
 from __future__ import annotations
@@ -81,16 +82,24 @@ def thumbnails(p_init: np.ndarray, a_obs: np.ndarray) -> bytes:
 
 
 def evaluate_safely(ep: Episode, evaluate: Callable[[Episode], EvaluatedEpisode], worker: str,
-                    times: StageTimes) -> EpisodeResult:
-    """Run ``evaluate(ep)`` with ``times`` cleared first; a failure is a result too (never raises)."""
-    times.seconds.clear()
-    t0 = time.perf_counter()
-    try:
-        done = evaluate(ep)
-        record, reason = done.record, ""
-        thumb = thumbnails(done.frames["p_init"], done.frames["a_obs"])
-    except Exception as exc:  # noqa: BLE001 - one failing episode is recorded, the run goes on
-        record, reason, thumb = None, failure_reason(exc), b""
+                    times: StageTimes, attempts: int = 1, recover: Callable[[str], None] | None = None) -> EpisodeResult:
+    """Run ``evaluate(ep)`` with ``times`` cleared first; a failure is a result too (only what
+    ``recover`` raises is raised). With ``attempts`` > 1 a failed episode is evaluated again, after
+    ``recover(reason)`` (the evaluator node waits there for the graph), up to ``attempts`` times in all."""
+    for attempt in range(1, attempts + 1):
+        times.seconds.clear()
+        t0 = time.perf_counter()
+        try:
+            done = evaluate(ep)
+            record, reason = done.record, ""
+            thumb = thumbnails(done.frames["p_init"], done.frames["a_obs"])
+            break
+        except Exception as exc:  # noqa: BLE001 - one failing episode is recorded, the run goes on
+            record, reason, thumb = None, failure_reason(exc), b""
+            if attempts > 1:
+                reason += f" (attempt {attempt} of {attempts})"
+            if attempt < attempts and recover is not None:
+                recover(reason)
     return EpisodeResult(ep.episode_id, ep.family, ep.emotion, record, reason, time.perf_counter() - t0, worker,
                          {k: round(v, 4) for k, v in times.seconds.items()}, thumb)
 
@@ -107,7 +116,9 @@ def save_thumbnail(path: Path, jpeg: bytes) -> None:
 @dataclass
 class RunSummary:
     """What a call to :func:`run_episodes` did: episodes in the run, already stored, evaluated now,
-    failed now; wall time (s) and the seconds per stage summed over the evaluated episodes."""
+    failed now; wall time (s), the seconds per stage summed over the evaluated episodes, and at the
+    end every episode of the run the store holds as failed (``(episode_id, reason)``: this call's
+    and earlier ones')."""
 
     out: Path
     total: int
@@ -116,6 +127,7 @@ class RunSummary:
     failed: int = 0
     wall: float = 0.0
     seconds: Counter = field(default_factory=Counter)
+    failures: list[tuple[str, str]] = field(default_factory=list)
 
 
 def run_episodes(out: Path, meta: dict, episodes: list[Episode],
@@ -150,4 +162,6 @@ def run_episodes(out: Path, meta: dict, episodes: list[Episode],
             note = f" FAILED ({res.reason})" if res.status == "failed" else ""
             log(f"[eval] {summary.skipped + k + 1}/{len(episodes)} {res.episode_id}{note}  {el:.0f} s, ETA {eta:.0f} s")
         summary.wall = time.perf_counter() - t0
+        ids = {e.episode_id for e in episodes}
+        summary.failures = [(i, why) for i, why in store.failures() if i in ids]
     return summary

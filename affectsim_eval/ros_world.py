@@ -10,7 +10,6 @@ rendered), so a record through ROS equals the in-process record of the same epis
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from affectsim_core.clips import sample_indices
 from affectsim_core.episode import Episode
 from affectsim_core.errors import AffectSimError
 from affectsim_core.protocol import CLIP_SIZE, Outcome
+from affectsim_core.ros import calls
 from affectsim_core.ros.conversions import (
     diagnostics_from_msg,
     from_time,
@@ -49,13 +49,7 @@ class GraphError(AffectSimError, RuntimeError):
     """A node of the graph refused or failed a request (the message says which and why)."""
 
 
-def _wait(future, timeout: float, what: str):
-    done = threading.Event()
-    future.add_done_callback(lambda _f: done.set())
-    if not done.wait(timeout):
-        future.cancel()
-        raise TimeoutError(f"{what} did not answer within {timeout:.0f} s")
-    return future.result()
+RENDER_ATTEMPT_S = 30.0  # s, first window of a RenderViews request before it is sent again (it may take seconds)
 
 
 class RosEvalWorld:
@@ -74,6 +68,7 @@ class RosEvalWorld:
         self.recognizers = list(recognizers)
         self.policy = policy
         self.timeout = timeout
+        self._ids = calls.request_ids()
         self.geometry = BACKENDS.create(backend)  # privileged copy of the world: views, visibility (never rendered)
         self.recorder = None
         if record_dir is not None:
@@ -99,6 +94,7 @@ class RosEvalWorld:
         req = LoadWorld.Request(scene=str(scene.source), robot_pose=Pose2DMsg(x=start.x, y=start.y, theta=start.yaw))
         req.humans = [HumanMsg(id=h.role, x=float(h.x), y=float(h.y), yaw=float(h.yaw), is_target=h.role == "target",
                                motion_id=h.motion_id, phase=float(h.phase)) for h in ep.humans]
+        req.request_id = next(self._ids)
         self._service(self.load_cli, req, "load_world")
 
     def render(self, views: list[View]) -> tuple[np.ndarray, np.ndarray]:
@@ -108,7 +104,7 @@ class RosEvalWorld:
         req.head_tilts = [float(v.tilt) for v in views]
         if views[0].camera is not None:
             req.cameras = [matrix_pose_msg(v.camera.matrix()) for v in views]
-        res = self._service(self.render_cli, req, "render_views")
+        res = self._service(self.render_cli, req, "render_views", RENDER_ATTEMPT_S)
         return (np.stack([image_to_array(f) for f in res.frames]),
                 np.stack([matrix_from_pose_msg(p) for p in res.camera_poses]))
 
@@ -148,17 +144,20 @@ class RosEvalWorld:
                 for p in res.predictions}
 
     # ------------------------------------------------------------------ requests
-    def _service(self, cli, req, what: str):
-        res = _wait(cli.call_async(req), self.timeout, f"bridge {what}")
+    def _service(self, cli, req, what: str, first_attempt: float = calls.FIRST_ATTEMPT_S):
+        """The reply, the request sent again if a reply is lost (each of these requests may arrive twice)."""
+        res = calls.call(cli, req, self.timeout, f"bridge {what}", first_attempt)
         if not res.success:
             raise GraphError(f"bridge {what}: {res.message}")
         return res
 
     def _action(self, cli, goal, what: str):
-        handle = _wait(cli.send_goal_async(goal), self.timeout, f"{what} goal")
+        """The goal is sent once (a lost acceptance fails the episode, which the evaluator retries);
+        its result is asked for again if that reply is lost."""
+        handle = calls.wait(cli.send_goal_async(goal), self.timeout, f"{what} goal")
         if not handle.accepted:
             raise GraphError(f"{what}: goal rejected")
-        return _wait(handle.get_result_async(), self.timeout, f"{what} result").result
+        return calls.action_result(handle, self.timeout, f"{what} result")
 
     def close(self) -> None:
         self.geometry.close()

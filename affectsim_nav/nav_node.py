@@ -33,6 +33,7 @@ from affectsim_core.clips import sample_indices
 from affectsim_core.errors import InvalidInput
 from affectsim_core.person_tracking import DETECTORS
 from affectsim_core.protocol import MAX_ACTIONS, MAX_PLANNER_CALLS, Outcome
+from affectsim_core.ros.calls import RESULT_KEEP_S
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import diagnostics_to_msg, image_msg, matrix_pose_msg, to_time
 from affectsim_core.ros.params import Param, declare_params
@@ -81,7 +82,7 @@ class NavNode(Node):
                                (Handoff, "handoff", self._handoff), (FollowPerson, "follow_person", self._follow)):
             ActionServer(self, typ, SERVICES[name], execute_callback=self._execute(typ, run),
                          goal_callback=lambda _g: GoalResponse.ACCEPT, cancel_callback=lambda _g: CancelResponse.ACCEPT,
-                         handle_accepted_callback=self._accepted, callback_group=group)
+                         handle_accepted_callback=self._accepted, callback_group=group, result_timeout=RESULT_KEEP_S)
         self.get_logger().info(f"nav ready: policy={self.p['policy']} use_nav2={self.p['use_nav2']}")
 
     # ------------------------------------------------------------------ goal bookkeeping

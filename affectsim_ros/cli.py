@@ -126,8 +126,12 @@ def _eval(ns: argparse.Namespace) -> int:
     summary = run_eval(Path(ns.out), cfg, ns.workers, ns.ray, ns.retry_failed, Path(ns.data) if ns.data else DATA_DIR)
     print(f"[eval] {summary.done} episodes evaluated ({summary.failed} failed), {summary.skipped} were already stored; "
           f"{summary.wall:.0f} s")
-    if not ns.no_report:
+    if not ns.no_report and len(summary.failures) < summary.total:  # a report needs one finished episode
         print(f"[eval] report: {write_report(Path(ns.out))}")
+    if summary.failures:
+        print(f"affectsim: error: {len(summary.failures)} of {summary.total} episodes are stored as failed (first: "
+              f"{summary.failures[0][0]}: {summary.failures[0][1]}); rerun with --retry-failed", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -106,6 +106,10 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument("output_dir", "results/bench", "evaluator: run directory (results.sqlite, report.md); "
                    "an existing run there is resumed", check=lambda v: bool(v.strip()), expected="a directory path",
                    node="evaluator"),
+    LaunchArgument("retry_failed", "false", "evaluator: evaluate again the episodes the run stores as failed",
+                   choices=("true", "false"), node="evaluator", param_type=lambda v: v == "true"),
+    LaunchArgument("episode_attempts", "3", "evaluator: times an episode is evaluated before it is stored as failed",
+                   check=_int_in(1, 10), expected="an integer in [1, 10]", node="evaluator", param_type=int),
     LaunchArgument("record", "false", "evaluator: MCAP recording of every A-Obs episode (output_dir/recordings)",
                    choices=("true", "false"), node="evaluator", param_type=lambda v: v == "true"),
 )

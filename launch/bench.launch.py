@@ -2,7 +2,8 @@
 
 Same graph, parameter file and argument checks as ``affectsim launch bench``
 (affectsim_ros/graph.py): bridge, nav, perception and the evaluator, which runs the episodes,
-writes the report and exits, and the launch shuts down with it. Every node keeps DDS on loopback.
+writes the report and exits, and the launch shuts down with it (exit status 1 if the evaluator
+failed or stored failed episodes). Every node keeps DDS on loopback.
 """
 
 from launch import LaunchDescription
@@ -31,9 +32,17 @@ def _nodes(context):
     nodes = {spec.name: Node(package="affectsim", executable=spec.executable, name=spec.name, output="screen",
                              parameters=[params, overrides.get(spec.name, {})])
              for spec in GRAPHS["bench"]}
-    done = RegisterEventHandler(OnProcessExit(target_action=nodes["evaluator"],
-                                              on_exit=[EmitEvent(event=Shutdown(reason="evaluation finished"))]))
+    done = RegisterEventHandler(OnProcessExit(target_action=nodes["evaluator"], on_exit=_evaluator_exited))
     return [*nodes.values(), done]
+
+
+def _evaluator_exited(event, _context):
+    """The launch ends with the evaluator; a non-zero exit (episodes stored as failed, or the run stopped)
+    is raised, which makes ``ros2 launch`` shut down and exit 1 like ``affectsim launch``."""
+    if event.returncode != 0:
+        raise RuntimeError(f"the evaluator exited with status {event.returncode}: episodes failed or the run stopped "
+                           "(see its log and report.md; rerun with retry_failed:=true)")
+    return [EmitEvent(event=Shutdown(reason="evaluation finished"))]
 
 
 def generate_launch_description() -> LaunchDescription:

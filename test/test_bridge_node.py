@@ -1,8 +1,11 @@
 """The bridge node over real DDS: contract topics, TF, lockstep motion, clock, bad requests."""
 
 import math
+import os
 import shutil
+import signal
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -20,8 +23,10 @@ from affectsim_core.ros.bridge_client import LATCHED, TOPICS, BridgeClient
 from affectsim_core.ros.conversions import from_time, image_to_array
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import SERVICES
-from affectsim_interfaces.srv import RenderViews
+from affectsim_interfaces.srv import ApplyAction, LoadWorld, RenderViews
 from affectsim_ros.launcher import GraphProcesses
+
+STALL_S = 25.0  # s the bridge is paused: past the DDS participant lease (20 s), where a reply is lost
 
 
 @pytest.fixture(scope="module")
@@ -214,3 +219,42 @@ def test_hostile_requests_are_refused_with_the_numbers_and_the_bridge_keeps_serv
     assert ok.success and (ok.frames[0].width, ok.frames[0].height) == (224, 224)
     assert g.poll()["bridge"] is None
     assert client.load("test_apartment", 1.0, 2.5, 0.0).success
+
+
+def test_a_repeated_request_id_gets_the_same_reply_and_changes_nothing(bridge):
+    client, _ = bridge
+    step = client.node.create_client(ApplyAction, SERVICES["apply_action"])
+    load = client.node.create_client(LoadWorld, SERVICES["load_world"])
+    assert step.wait_for_service(30) and load.wait_for_service(30)
+    req = LoadWorld.Request(scene="test_apartment", robot_pose=Pose2DMsg(x=1.0, y=2.5), request_id=77)
+    assert _call(load, req).success
+    first = _call(step, ApplyAction.Request(action=Action.FORWARD, request_id=78))
+    again = _call(step, ApplyAction.Request(action=Action.FORWARD, request_id=78))  # a retry: not applied again
+    assert first.success and again.success and from_time(first.stamp) == from_time(again.stamp) == 0.25
+    assert (again.pose.x, again.distance_moved) == (first.pose.x, first.distance_moved)
+    assert _call(load, req).success  # a late copy of the load: the episode is not reset
+    nxt = _call(step, ApplyAction.Request(action=Action.FORWARD, request_id=79))
+    assert from_time(nxt.stamp) == 0.5 and nxt.pose.x > first.pose.x
+    unnumbered = [from_time(_call(step, ApplyAction.Request(action=Action.STOP)).stamp) for _ in range(2)]
+    assert unnumbered == [0.75, 1.0]  # request_id 0: every request is applied
+
+
+def test_a_reply_lost_while_the_bridge_stalls_is_recovered_and_the_action_applied_once(bridge):
+    """Paused past the DDS lease (20 s), the bridge answers a pending request to no one; the client
+    sends it again and the bridge applies it once (this ends the module: the pause is long)."""
+    client, g = bridge
+    before = client.apply(Action.STOP)
+    pid = g.pids()["bridge"]
+    got: dict = {}
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        waiter = threading.Thread(target=lambda: got.update(res=client.apply(Action.FORWARD, timeout=120)))
+        waiter.start()
+        time.sleep(STALL_S)  # the fault: how long the bridge is paused
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    waiter.join(130)
+    res = got.get("res")
+    assert res is not None and res.success
+    assert from_time(res.stamp) == pytest.approx(from_time(before.stamp) + 0.25)  # applied once
+    assert from_time(client.apply(Action.STOP, timeout=30).stamp) == pytest.approx(from_time(res.stamp) + 0.25)

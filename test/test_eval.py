@@ -5,6 +5,7 @@ an episode, Ray shards give the same records, the report has every table, bad in
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -21,6 +22,7 @@ from affectsim_core.record import comparable
 from affectsim_core.ros.env import loopback_env, pick_domain_id
 from affectsim_eval.config import EvalConfig
 from affectsim_eval.dataset.episodes import load_split
+from affectsim_eval.loop import evaluate_safely
 from affectsim_eval.ray_shards import _start
 from affectsim_eval.recording import typestore
 from affectsim_eval.report import write_report
@@ -52,6 +54,7 @@ def test_ros_graph_records_equal_in_process_records_and_mcap_is_readable(small_d
         while g.poll()["evaluator"] is None and time.monotonic() < deadline:
             time.sleep(0.5)
         codes = g.poll()
+        _failed_episodes_end_the_evaluator_non_zero(data, ids[0], g.domain_id, tmp_path)
     log = (tmp_path / "logs" / "evaluator.log").read_text()
     assert codes["evaluator"] == 0, log
     off, on = _records(tmp_path / "offline"), _records(ros)
@@ -71,6 +74,67 @@ def test_ros_graph_records_equal_in_process_records_and_mcap_is_readable(small_d
             assert (img.height, img.width, img.encoding) == (224, 224, "rgb8")
             n += 1
         assert n == (8 if not off[ids[0]]["a_obs"]["fallback"] else 0)
+
+
+def _failed_episodes_end_the_evaluator_non_zero(data, episode_id: str, domain_id: int, tmp_path) -> None:
+    """Evaluators on the running stack, on a copy of ``data`` that lacks the episode's scene: it is
+    tried ``episode_attempts`` times, stored as failed, the node exits 1; ``retry_failed`` runs it again."""
+    broken = tmp_path / "broken"
+    for sub in ("motions", "episodes"):
+        (broken / sub).parent.mkdir(exist_ok=True)
+        (broken / sub).symlink_to(data / sub)
+    scene = next(e.scene_id for e in load_split("test", data / "episodes") if e.episode_id == episode_id)
+    shutil.copytree(data / "scenes", broken / "scenes", ignore=lambda _d, names: [n for n in names if scene in n])
+    out = tmp_path / "failing"
+    for run, (retry, attempts) in enumerate((("false", "2"), ("true", "1"))):
+        logs = tmp_path / f"failing_logs{run}"
+        with GraphProcesses("bench", nodes=("evaluator",), domain_id=domain_id, log_dir=logs,
+                            args={"episodes": "0", "episode_ids": episode_id, "recognizers": FAST,
+                                  "output_dir": str(out), "retry_failed": retry, "episode_attempts": attempts},
+                            extra_params={"evaluator": {"data_dir": str(broken)}}) as ev:
+            deadline = time.monotonic() + 120
+            while ev.poll()["evaluator"] is None and time.monotonic() < deadline:
+                time.sleep(0.2)
+            code = ev.poll()["evaluator"]
+        log = (logs / "evaluator.log").read_text()
+        assert code == 1 and "1 of 1 episodes are stored as failed" in log and "retry_failed:=true" in log, log
+        assert "0 already in" in log and "1 to run" in log, log  # the second run evaluates the failed one again
+        with ResultsStore.open(out / "results.sqlite") as st:
+            (_, reason), = st.failures()
+        assert scene in reason and reason.endswith(" (attempt 2 of 2)" if run == 0 else f"@ {reason.split('@ ')[-1]}")
+
+
+@pytest.mark.slow
+def test_a_bridge_stall_during_the_benchmark_loses_no_episode(small_data, tmp_path):
+    """The bridge paused 45 s mid-run (past the DDS lease, so replies are lost): every episode is
+    still stored ok, with the records of an undisturbed in-process run, and the evaluator exits 0."""
+    data, _ = small_data
+    ids = ("test_ag_000000", "test_ag_000001")
+    run_eval(tmp_path / "offline", EvalConfig(ids=ids, recognizers=tuple(FAST.split(","))), workers=1, data=data,
+             log=lambda m: None)
+    ros = tmp_path / "ros"
+    with GraphProcesses("bench", args={"episodes": "0", "episode_ids": ",".join(ids), "recognizers": FAST,
+                                       "output_dir": str(ros)},
+                        extra_params={"bridge": {"motion_library": str(data / "motions")},
+                                      "evaluator": {"data_dir": str(data)}},
+                        log_dir=tmp_path / "logs") as g:
+        deadline = time.monotonic() + 300
+        while not (ros / "results.sqlite").is_file() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2.0)  # into the first episode's requests
+        bridge = g.pids()["bridge"]
+        os.kill(bridge, signal.SIGSTOP)
+        try:
+            time.sleep(45.0)  # the fault
+        finally:
+            os.kill(bridge, signal.SIGCONT)
+        deadline = time.monotonic() + 600
+        while g.poll()["evaluator"] is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        codes = g.poll()
+    log = (tmp_path / "logs" / "evaluator.log").read_text()
+    assert codes["evaluator"] == 0 and codes["bridge"] is None, log
+    assert _records(ros) == _records(tmp_path / "offline"), log
 
 
 def test_killed_run_resumes_without_losing_or_recomputing(small_data, tmp_path):
@@ -124,6 +188,30 @@ def test_failing_episode_is_recorded_with_its_reason(small_data):
     res = w.run(ep)
     assert res.status == "failed" and "scene_missing" in res.reason and res.record is None
     assert res.stored()["status"] == "failed" and res.stored()["episode_id"] == ep.episode_id
+    w.close()
+
+
+def test_a_failed_episode_is_evaluated_again_after_recovery_up_to_the_bound(small_data):
+    data, _ = small_data
+    w = EpisodeWorker(EvalConfig(recognizers=("majority",)).as_dict(), str(data))
+    ep = load_split("test", data / "episodes")[0]
+    calls, recovered = [], []
+
+    def flaky(e):  # the graph loses the first attempt's reply
+        calls.append(e.episode_id)
+        if len(calls) == 1:
+            raise TimeoutError("bridge load_world did not answer within 600 s")
+        return w.evaluate(e)
+
+    res = evaluate_safely(ep, flaky, "test", w.times, attempts=3, recover=recovered.append)
+    assert res.status == "ok" and len(calls) == 2 and len(recovered) == 1 and "attempt 1 of 3" in recovered[0]
+    assert comparable(res.stored()) == comparable(w.run(ep).stored())  # the retry's record is the episode's record
+
+    def broken(e):
+        raise TimeoutError("nav acquire_observation goal did not answer within 600 s")
+
+    res = evaluate_safely(ep, broken, "test", w.times, attempts=3, recover=recovered.append)
+    assert res.status == "failed" and res.reason.endswith("(attempt 3 of 3)") and len(recovered) == 3
     w.close()
 
 

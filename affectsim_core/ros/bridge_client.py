@@ -1,7 +1,8 @@
 """Blocking client of the bridge node for scripts, benchmarks and tests.
 
 Owns a node spun by a background executor; every wait has a timeout and raises
-``TimeoutError`` naming what did not arrive. Call ``rclpy.init`` (with DDS on
+``TimeoutError`` naming what did not arrive. Service requests carry a ``request_id`` and are sent
+again when a reply is lost (:mod:`affectsim_core.ros.calls`). Call ``rclpy.init`` (with DDS on
 loopback, see :mod:`affectsim_core.ros.env`) before creating one.
 """
 
@@ -24,6 +25,7 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, LaserScan
 from tf2_msgs.msg import TFMessage
 
+from affectsim_core.ros import calls
 from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.topics import SERVICES
 from affectsim_core.ros.topics import TOPICS as NAMES
@@ -54,6 +56,7 @@ class BridgeClient:
             self.node.create_subscription(typ, topic, lambda m, k=key: self._store(k, m), qos)
         self._load = self.node.create_client(LoadWorld, SERVICES["load_world"])
         self._step = self.node.create_client(ApplyAction, SERVICES["apply_action"])
+        self._ids = calls.request_ids()
         self._executor = EventsExecutor()  # C++ event loop: keeps up with 15 Hz RGB-D where the Python one lags
         self._executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, daemon=True)
@@ -95,24 +98,18 @@ class BridgeClient:
             if not cli.wait_for_service(timeout_sec=timeout):
                 raise TimeoutError(f"service {name} not available within {timeout:.0f} s (is the bridge running?)")
 
-    def _call(self, cli, req, timeout: float, what: str):
-        fut = cli.call_async(req)
-        done = threading.Event()
-        fut.add_done_callback(lambda _f: done.set())
-        if not done.wait(timeout):
-            cli.remove_pending_request(fut)
-            raise TimeoutError(f"{what} did not answer within {timeout:.1f} s")
-        return fut.result()
-
     # ------------------------------------------------------------------ services
     def apply(self, action: int, timeout: float = 30.0) -> ApplyAction.Response:
-        return self._call(self._step, ApplyAction.Request(action=int(action)), timeout, SERVICES["apply_action"])
+        """Apply one lockstep action (applied once even if the request is sent again)."""
+        req = ApplyAction.Request(action=int(action), request_id=next(self._ids))
+        return calls.call(self._step, req, timeout, SERVICES["apply_action"])
 
     def load(self, scene: str, x: float, y: float, yaw: float, humans: list[dict] | None = None,
              timeout: float = 120.0) -> LoadWorld.Response:
         req = LoadWorld.Request(scene=scene, robot_pose=Pose2DMsg(x=float(x), y=float(y), theta=float(yaw)))
         req.humans = [HumanPlacement(**h) for h in (humans or [])]
-        return self._call(self._load, req, timeout, SERVICES["load_world"])
+        req.request_id = next(self._ids)
+        return calls.call(self._load, req, timeout, SERVICES["load_world"])
 
     def step_and_frame(self, action: int, timeout: float = 30.0) -> tuple[ApplyAction.Response, Image, Image]:
         """Apply an action and wait for the RGB and depth frames stamped with its result."""
