@@ -33,8 +33,8 @@ from affectsim_core.clips import sample_indices
 from affectsim_core.errors import InvalidInput
 from affectsim_core.person_tracking import DETECTORS
 from affectsim_core.protocol import MAX_ACTIONS, MAX_PLANNER_CALLS, Outcome
-from affectsim_core.ros.calls import RESULT_KEEP_S
 from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.calls import RESULT_KEEP_S
 from affectsim_core.ros.conversions import diagnostics_to_msg, image_msg, matrix_pose_msg, to_time
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES

@@ -4,7 +4,9 @@
 where ``launch``/``launch_ros`` are not installable. Every child gets DDS on loopback and
 the run's domain id, lives in its own session (so a terminal Ctrl-C reaches it only
 through us), and dies with the launcher (``PR_SET_PDEATHSIG``). On Ctrl-C or SIGTERM the
-children get SIGINT, then SIGTERM after 5 s, then SIGKILL: all are gone within 10 s.
+children get SIGINT, then SIGTERM after 5 s, then SIGKILL: all are gone within 10 s. Fast DDS
+shared-memory files that killed processes left in /dev/shm are removed when a graph starts and
+when it stops (:mod:`affectsim_core.ros.shm`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import time
 from pathlib import Path
 
 from affectsim_core.ros.env import loopback_env, pick_domain_id
+from affectsim_core.ros.shm import clean_stale
 from affectsim_ros.graph import GRAPHS, NODES_MODULE, default_params_file, validate_launch_args
 
 INT_GRACE_S = 5.0
@@ -50,6 +53,7 @@ class GraphProcesses:
         overrides = validate_launch_args(args or {})
         for node, params in (extra_params or {}).items():
             overrides.setdefault(node, {}).update(params)
+        self.shm_cleaned = clean_stale()  # (files, bytes) left by killed DDS processes
         self.domain_id = domain_id if domain_id is not None else pick_domain_id()
         self.env = loopback_env(self.domain_id)
         params_file = params_file or default_params_file()
@@ -105,6 +109,7 @@ class GraphProcesses:
         for f in self._logs:
             f.close()
         self._logs = []
+        clean_stale()
         return self.poll()
 
 
@@ -118,6 +123,9 @@ def run(graph: str, args: dict[str, str], domain_id: int | None = None, params_f
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         procs = GraphProcesses(graph, args, domain_id, params_file)
+        if procs.shm_cleaned[0]:
+            print(f"[affectsim] removed {procs.shm_cleaned[0]} stale Fast DDS shared-memory files from /dev/shm "
+                  f"({procs.shm_cleaned[1] / 2**20:.0f} MiB)", flush=True)
         print(f"[affectsim] graph {graph!r} running: {procs.pids()} on ROS_DOMAIN_ID={procs.domain_id} "
               f"(FASTDDS_DEFAULT_PROFILES_FILE={procs.env['FASTDDS_DEFAULT_PROFILES_FILE']}). Ctrl-C to stop.", flush=True)
         code = 0

@@ -10,8 +10,12 @@ perception package (its peer, which it must not import) fills.
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
+
+if __name__ == "__main__":  # Ctrl-C while the modules below load: a quiet exit (run_node handles it later)
+    signal.signal(signal.SIGINT, lambda _s, _f: sys.exit(130))
 
 import affectsim_nav  # noqa: F401  (registers the shipped policies)
 import affectsim_perception  # noqa: F401  (registers the person detectors and recognizers)

@@ -22,6 +22,7 @@ from launch_ros.actions import Node
 
 from affectsim_core.plugins import load_plugins
 from affectsim_core.ros.env import fastdds_profile
+from affectsim_core.ros.shm import clean_stale
 from affectsim_ros.graph import GRAPHS, LAUNCH_ARGUMENTS, default_params_file, validate_launch_args
 
 
@@ -34,6 +35,11 @@ def _nodes(context):
              for spec in GRAPHS["bench"]}
     done = RegisterEventHandler(OnProcessExit(target_action=nodes["evaluator"], on_exit=_evaluator_exited))
     return [*nodes.values(), done]
+
+
+def _clean_shared_memory(_context):
+    clean_stale()  # Fast DDS files that killed processes left in /dev/shm (the pip launcher does the same)
+    return []
 
 
 def _evaluator_exited(event, _context):
@@ -57,5 +63,6 @@ def generate_launch_description() -> LaunchDescription:
         SetEnvironmentVariable("FASTDDS_DEFAULT_PROFILES_FILE", str(fastdds_profile())),  # loopback only
         SetEnvironmentVariable("MUJOCO_GL", "egl"),
         *args,
+        OpaqueFunction(function=_clean_shared_memory),
         OpaqueFunction(function=_nodes),
     ])

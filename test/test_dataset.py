@@ -12,6 +12,7 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import CHALLENGES
 from affectsim_eval.dataset.episodes import load_split, write_split
 from affectsim_eval.dataset.inspect import counterfactual, validate_dataset
+from affectsim_eval.dataset.splits import stratified_subset
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +76,16 @@ def test_counterfactual_keeps_the_observation_conditions(small):
     assert (t1.x, t1.y, t1.yaw) == (t0.x, t0.y, t0.yaw)
     assert cf.start_position == ep.start_position and cf.scene_id == ep.scene_id
     assert cf.counterfactual_of == ep.episode_id
+
+
+def test_stratified_subsets_of_any_size_are_proportional_and_seeded(small):
+    root, _ = small
+    eps = load_split("train", root / "episodes")
+    strata = {(e.family, e.challenge or "") for e in eps}
+    full = stratified_subset(eps, len(strata) + 3, seed=1)
+    assert len(full) == len(strata) + 3 and {(e.family, e.challenge or "") for e in full} == strata
+    few = stratified_subset(eps, 2, seed=1)  # fewer than the strata: the two largest, one each
+    assert len(few) == 2 and len({(e.family, e.challenge or "") for e in few}) == 2
+    assert [e.episode_id for e in few] == [e.episode_id for e in stratified_subset(eps, 2, seed=1)]
+    with pytest.raises(InvalidInput, match="episodes=0 is invalid"):
+        stratified_subset(eps, 0)

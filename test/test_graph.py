@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -16,6 +17,7 @@ from geometry_msgs.msg import Twist
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.env import loopback_env, pick_domain_id
+from affectsim_core.ros.shm import clean_stale, group
 
 AFFECTSIM = [sys.executable, "-m", "affectsim_ros.cli"]
 
@@ -69,6 +71,10 @@ def test_launch_topics_up_then_ctrl_c_leaves_no_process():
         t1 = from_time(client.wait_for("clock", timeout=10).clock)
         assert t1 > t0 and x1 > x0 + 0.1
         client.close()
+    except BaseException:
+        launcher.kill()  # a failed check must not leave the graph running (its nodes die with the launcher)
+        launcher.communicate(timeout=15)
+        raise
     finally:
         rclpy.shutdown()
     t = time.monotonic()
@@ -103,3 +109,58 @@ def test_bad_node_parameter_stops_the_node_with_a_clear_message():
                               env=loopback_env(domain), capture_output=True, text=True, timeout=120)
         assert proc.returncode == 2 and message in proc.stderr, (node, proc.stderr[-2000:])
         assert "Traceback" not in proc.stderr
+
+
+def _shm_files(pid: int) -> set[Path]:
+    """The /dev/shm files the process maps or has open."""
+    files = {line.split(maxsplit=5)[5].strip() for line in open(f"/proc/{pid}/maps") if "/dev/shm/fast" in line}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            files.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+        except OSError:
+            pass
+    return {Path(f) for f in files if f.startswith("/dev/shm/fast")}
+
+
+def test_shared_memory_left_by_a_killed_process_is_removed_and_a_live_one_is_kept():
+    env = loopback_env(pick_domain_id())
+    code = "import rclpy, time; rclpy.init(); n = rclpy.create_node('shm_probe'); print('up', flush=True); time.sleep(300)"
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    try:
+        for p in procs:
+            assert p.stdout.readline().strip() == "up"
+        victim, live = procs
+        files = {p.pid: _shm_files(p.pid) for p in procs}
+        shared = {group(f.name) for f in files[live.pid]}  # the live one maps the victim's port to send to it
+        own = {f for f in files[victim.pid] if group(f.name) not in shared}  # its segment and lock file
+        assert own and files[live.pid]
+        victim.kill()
+        victim.wait(10)
+        assert all(f.exists() for f in own)  # SIGKILL: Fast DDS could not clean up
+        removed, freed = clean_stale(min_age=0.0)
+        assert removed >= len(own) and freed > 30 * 2**20  # the ~33 MB segment
+        assert not [f for f in own if f.exists()]
+        assert all(f.exists() for f in files[live.pid])  # a live participant's files are never touched
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait(10)
+
+
+def test_a_signal_while_the_bridge_is_being_built_stops_it_cleanly():
+    """SIGINT as soon as the bridge has joined DDS, while it builds its simulator (EGL) thread: once
+    that crashed the process (SIGSEGV) at interpreter exit."""
+    for _ in range(3):
+        proc = subprocess.Popen([sys.executable, "-m", "affectsim_ros.nodes", "bridge"],
+                                env=loopback_env(pick_domain_id()), stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        try:
+            deadline = time.monotonic() + 120  # safety net: the node joins DDS within seconds
+            while not _shm_files(proc.pid) and time.monotonic() < deadline and proc.poll() is None:
+                time.sleep(0.01)
+            proc.send_signal(signal.SIGINT)
+            out, _ = proc.communicate(timeout=60)
+        finally:
+            proc.kill()
+        assert proc.returncode == 0 and "Traceback" not in out, (proc.returncode, out[-2000:])
