@@ -102,6 +102,14 @@ class BridgeNode(Node):
         self._answered: dict[str, OrderedDict] = {"load_world": OrderedDict(), "apply_action": OrderedDict()}
 
         self.world = WorldThread()
+        try:
+            self._start(robot, k)
+        except BaseException:
+            self.destroy_node()  # the simulator thread (EGL) must not outlive a failed start
+            raise
+
+    def _start(self, robot: RobotConfig, k: CameraIntrinsics) -> None:
+        """Backend, publishers and services, and the start scene loaded (on the world thread)."""
         self.backend = self.world.call(lambda: BACKENDS.create(self.p["backend"], robot=robot, head=k,
                                                               max_depth=self.p["max_depth_m"]))
         self.laser = LaserSpec()
@@ -218,24 +226,9 @@ class BridgeNode(Node):
     # ------------------------------------------------------------------ ROS callbacks
     def _guarded(self, service: str, fn: Callable, req, res):
         """Run a service handler; a rejected or failed request (MemoryError included) gets
-        ``success=False`` and the reason, and the node keeps serving. A repeat of a recently
-        answered ``request_id`` gets that reply again and changes nothing (:mod:`affectsim_core.ros.calls`)."""
-        answered = self._answered.get(service)
-        rid = getattr(req, "request_id", 0)
-        if answered is not None and rid:
-            with self._state_lock:
-                done = answered.get(rid)
-            if done is not None:
-                for name in res.get_fields_and_field_types():
-                    setattr(res, name, getattr(done, name))
-                return res
+        ``success=False`` and the reason, and the node keeps serving."""
         try:
             fn(req, res)
-            if answered is not None and rid:
-                with self._state_lock:
-                    answered[rid] = res
-                    while len(answered) > ANSWERED_KEEP:
-                        answered.popitem(last=False)
         except (AffectSimError, ValueError, KeyError, TimeoutError, RuntimeError) as exc:
             res.success, res.message = False, str(exc)
             self.get_logger().error(f"{service} rejected: {exc}")
@@ -244,14 +237,35 @@ class BridgeNode(Node):
             self.get_logger().error(res.message)
         return res
 
-    def _on_load(self, req: LoadWorld.Request, res: LoadWorld.Response) -> LoadWorld.Response:
-        with self._state_lock:
-            if self._resetting:
-                res.success, res.message = False, f"a reset to scene {self._resetting!r} is already running"
+    def _once(self, service: str, req, res, handle: Callable):
+        """``handle(req, res)`` once per nonzero ``request_id``: a repeat of one of the last ANSWERED_KEEP
+        requests gets that reply again, failure or success, and changes nothing (a client resends a
+        request whose reply was lost, :mod:`affectsim_core.ros.calls`; a timed-out step may still be
+        running on the world thread, so a failed one is not run again either)."""
+        answered, rid = self._answered[service], req.request_id
+        if rid:
+            with self._state_lock:
+                done = answered.get(rid)
+            if done is not None:
+                for name in res.get_fields_and_field_types():
+                    setattr(res, name, getattr(done, name))
                 return res
-            self._resetting = req.scene or "<empty>"
+        handle(req, res)
+        if rid:
+            with self._state_lock:
+                answered[rid] = res
+                while len(answered) > ANSWERED_KEEP:
+                    answered.popitem(last=False)
+        return res
+
+    def _on_load(self, req: LoadWorld.Request, res: LoadWorld.Response) -> LoadWorld.Response:
+        return self._once("load_world", req, res, self._reset)
+
+    def _reset(self, req: LoadWorld.Request, res: LoadWorld.Response) -> None:
+        with self._state_lock:
+            self._resetting = req.scene or "<empty>"  # lockstep actions are refused meanwhile
         try:
-            return self._guarded("load_world", self._load_world, req, res)
+            self._guarded("load_world", self._load_world, req, res)
         finally:
             with self._state_lock:
                 self._resetting = None
@@ -273,7 +287,8 @@ class BridgeNode(Node):
         return self._library.load(motion_id)
 
     def _on_action(self, req: ApplyAction.Request, res: ApplyAction.Response) -> ApplyAction.Response:
-        return self._guarded("apply_action", self._apply_action, req, res)
+        return self._once("apply_action", req, res,
+                          lambda q, r: self._guarded("apply_action", self._apply_action, q, r))
 
     def _apply_action(self, req: ApplyAction.Request, res: ApplyAction.Response) -> None:
         if self._resetting:
