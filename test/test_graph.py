@@ -14,6 +14,7 @@ import pytest
 import rclpy
 from geometry_msgs.msg import Twist
 
+from affectsim_core.errors import InvalidInput
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.env import loopback_env, pick_domain_id
@@ -122,6 +123,14 @@ def _shm_files(pid: int) -> set[Path]:
     return {Path(f) for f in files if f.startswith("/dev/shm/fast")}
 
 
+def _readable(pid: int) -> bool:
+    try:
+        _shm_files(pid)
+        return True
+    except OSError:
+        return False
+
+
 def test_shared_memory_left_by_a_killed_process_is_removed_and_a_live_one_is_kept():
     env = loopback_env(pick_domain_id())
     code = "import rclpy, time; rclpy.init(); n = rclpy.create_node('shm_probe'); print('up', flush=True); time.sleep(300)"
@@ -132,14 +141,18 @@ def test_shared_memory_left_by_a_killed_process_is_removed_and_a_live_one_is_kep
             assert p.stdout.readline().strip() == "up"
         victim, live = procs
         files = {p.pid: _shm_files(p.pid) for p in procs}
-        shared = {group(f.name) for f in files[live.pid]}  # the live one maps the victim's port to send to it
-        own = {f for f in files[victim.pid] if group(f.name) not in shared}  # its segment and lock file
-        assert own and files[live.pid]
+        assert files[victim.pid] and files[live.pid]
         victim.kill()
         victim.wait(10)
-        assert all(f.exists() for f in own)  # SIGKILL: Fast DDS could not clean up
-        removed, freed = clean_stale(min_age=0.0)
-        assert removed >= len(own) and freed > 30 * 2**20  # the ~33 MB segment
+        others = set().union(*(_shm_files(p.pid) for p in psutil.process_iter() if p.pid != os.getpid()
+                               and _readable(p.pid)))  # peers map the ports they send to (other graphs too)
+        own = {f for f in files[victim.pid] if group(f.name) not in {group(o.name) for o in others}}
+        assert any(f.stat().st_size > 30 * 2**20 for f in own), "SIGKILL left no unused segment"  # ~33 MB
+        past = time.time() - 3600
+        for f in files[victim.pid] | files[live.pid]:
+            os.utime(f, (past, past))  # old enough for the cleaner, which leaves younger files alone
+        removed, freed = clean_stale()
+        assert removed >= len(own) and freed > 30 * 2**20
         assert not [f for f in own if f.exists()]
         assert all(f.exists() for f in files[live.pid])  # a live participant's files are never touched
     finally:
@@ -164,3 +177,12 @@ def test_a_signal_while_the_bridge_is_being_built_stops_it_cleanly():
         finally:
             proc.kill()
         assert proc.returncode == 0 and "Traceback" not in out, (proc.returncode, out[-2000:])
+
+
+def test_another_rmw_is_refused_since_the_loopback_profile_is_fast_dds():
+    assert loopback_env(1, base={})["RMW_IMPLEMENTATION"] == "rmw_fastrtps_cpp"
+    with pytest.raises(InvalidInput, match="RMW_IMPLEMENTATION='rmw_cyclonedds_cpp' is invalid"):
+        loopback_env(1, base={"RMW_IMPLEMENTATION": "rmw_cyclonedds_cpp"})
+    env = loopback_env(1, base={"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"})
+    assert "ROS_AUTOMATIC_DISCOVERY_RANGE" not in env and env["FASTDDS_DEFAULT_PROFILES_FILE"].endswith(
+        "fastdds_loopback.xml")

@@ -13,9 +13,12 @@ import os
 import random
 from pathlib import Path
 
+from affectsim_core.errors import InvalidInput
+
 DOMAIN_MIN, DOMAIN_MAX = 1, 101  # Linux-safe domain ids (ports of 102+ collide with ephemeral ports)
 PROFILE_NAME = "fastdds_loopback.xml"
 DISCOVERY_RANGE = "ROS_AUTOMATIC_DISCOVERY_RANGE"
+RMW = "rmw_fastrtps_cpp"  # the loopback guarantee is the Fast DDS profile's; another RMW ignores it
 
 
 def fastdds_profile() -> Path:
@@ -42,9 +45,13 @@ def pick_domain_id() -> int:
 
 def loopback_env(domain_id: int | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
     """Environment for a process the project starts: DDS on loopback, given or inherited domain id.
-    A ``FASTDDS_DEFAULT_PROFILES_FILE`` already set is kept (a deliberate choice, e.g. on a robot)."""
+    A ``FASTDDS_DEFAULT_PROFILES_FILE`` already set is kept (a deliberate choice, e.g. on a robot); an
+    ``RMW_IMPLEMENTATION`` other than Fast DDS is refused (its own defaults would use every interface)."""
     env = dict(os.environ if base is None else base)
     env.pop(DISCOVERY_RANGE, None)
+    if env.setdefault("RMW_IMPLEMENTATION", RMW) != RMW:
+        raise InvalidInput("RMW_IMPLEMENTATION", env["RMW_IMPLEMENTATION"], f"{RMW} (or unset): the project keeps "
+                           f"DDS on 127.0.0.1 with a Fast DDS profile, which another RMW would ignore")
     if domain_id is not None:
         env["ROS_DOMAIN_ID"] = str(domain_id)
     elif "ROS_DOMAIN_ID" not in env:

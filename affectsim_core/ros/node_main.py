@@ -3,16 +3,21 @@ clean stop on SIGINT or SIGTERM at any moment, construction included.
 
 rclpy's own signal handlers raise ``KeyboardInterrupt`` wherever the main thread is; during a node's
 construction that leaves worker threads (the bridge's simulator thread, inside EGL) running while the
-interpreter finalises, which crashed the bridge with SIGSEGV. Here a signal only sets a flag that
-the main thread polls while another thread spins the node: a node being built is finished first,
-then the context is shut down, the node destroyed (its threads stopped), and the process exits 0.
+interpreter finalises, which crashed the bridge with SIGSEGV. Here the first signal only sets a flag
+that the main thread polls while another thread spins the node: a node being built is finished
+first, then a node that runs a job is asked to stop it (``stop_job``), the context is shut down, the
+executor's threads end, the node is destroyed, and the process exits 0. A second signal ends the
+process at once (the default action). A callback that raises out of the executor ends the process
+with status 1 and the traceback (it would otherwise serve nothing and never exit).
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
+import traceback
 from typing import Callable
 
 import rclpy
@@ -23,12 +28,8 @@ from rclpy.signals import SignalHandlerOptions
 from affectsim_core.errors import AffectSimError
 from affectsim_core.ros.env import ensure_loopback
 
-
-def _spin(executor: MultiThreadedExecutor) -> None:
-    try:
-        executor.spin()
-    except ExternalShutdownException:
-        pass
+JOB_GRACE_S = 1.0  # s a node's job may take to stop (an unfinished one is abandoned, nothing half-stored)
+STOP_GRACE_S = 3.0  # s for the executor's threads to end; both within the launcher's 5 s before SIGTERM
 
 
 def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = None, threads: int = 3) -> None:
@@ -36,9 +37,27 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
     signal; a construction error (bad parameter, missing checkpoint) exits with status 2 and the reason."""
     ensure_loopback()
     stop = threading.Event()
+    crashed: list[str] = []
+
+    def on_signal(signum: int, _frame) -> None:
+        if stop.is_set():  # the second one: no more grace
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+        stop.set()
+
+    def spin(executor: MultiThreadedExecutor) -> None:
+        try:
+            executor.spin()
+        except ExternalShutdownException:
+            pass
+        except BaseException:  # noqa: BLE001 - reported, and the process ends with status 1
+            crashed.append(traceback.format_exc())
+        finally:
+            stop.set()
+
     node = None
     with rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO):
-        previous = {s: signal.signal(s, lambda _s, _f: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             try:
                 node = factory()
@@ -47,15 +66,22 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
                 sys.exit(2)
             executor = MultiThreadedExecutor(num_threads=threads)
             executor.add_node(node)
-            spinner = threading.Thread(target=_spin, args=(executor,), name=f"{name}-spin", daemon=True)
+            spinner = threading.Thread(target=spin, args=(executor,), name=f"{name}-spin", daemon=True)
             spinner.start()
             while not stop.wait(0.1) and rclpy.ok():  # the main thread stays free for the signal handler
                 pass
-            rclpy.try_shutdown()  # wakes the executor; a node may also have shut down itself (the evaluator)
-            spinner.join(10.0)
+            stop_job = getattr(node, "stop_job", None)
+            if stop_job is not None:
+                stop_job(JOB_GRACE_S)  # before the shutdown: a job must not record a failure it causes
+            rclpy.try_shutdown()  # wakes the executor; a node may have shut down itself (the evaluator)
+            spinner.join(STOP_GRACE_S)
+            executor.shutdown(timeout_sec=STOP_GRACE_S)
             node.destroy_node()
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
+    if crashed:
+        print(f"[{name}] stopped: a callback raised\n{crashed[0]}", file=sys.stderr)
+        sys.exit(1)
     if getattr(node, "error", None):  # a node that ran a job (the evaluator) and failed
         sys.exit(1)

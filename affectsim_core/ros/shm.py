@@ -6,11 +6,14 @@ process that exits normally removes its own; one that is killed (SIGKILL, a cras
 and they add up (38 segments, 1.27 GB, after the fault tests). :func:`clean_stale` removes the
 files of this kind that belong to this user, are older than :data:`MIN_AGE_S` and that no running
 process has mapped or open (``/proc/*/maps``, ``/proc/*/fd``): files of a live participant, of this
-project or any other, are never touched. The launcher calls it when a graph starts and when it stops.
+project or any other, are never touched. When some process cannot be inspected (here: PID 1 of the
+sandbox), a port's files go only if its listener's lock (``<port>_el``, flock) is free too. The
+launcher calls it when a graph starts and when it stops.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import time
@@ -18,12 +21,15 @@ from pathlib import Path
 
 SHM_DIR = Path("/dev/shm")
 NAMES = re.compile(r"^(?:fastdds|fastrtps)_[0-9A-Za-z]+(?:_el)?$|^sem\.(?:fastdds|fastrtps)_port\d+_mutex$")
+PORT = "_port"  # in the names of the per-port files every participant of a domain may share
 MIN_AGE_S = 5.0  # s, a younger file may belong to a process between creating and mapping it
 
 
-def _in_use() -> set[str]:
-    """Paths under /dev/shm that some running process (that we may inspect) has mapped or open."""
+def _in_use() -> tuple[set[str], bool]:
+    """Paths under /dev/shm that some running process has mapped or open, and whether every process
+    could be inspected (another user's, or a non-dumpable one, may not be)."""
     used: set[str] = set()
+    complete = True
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{pid}/maps") as maps:
@@ -36,9 +42,11 @@ def _in_use() -> set[str]:
                     continue
                 if target.startswith("/dev/shm/"):
                     used.add(target)
-        except (OSError, IndexError):  # the process ended, or is not ours to read
+        except PermissionError:
+            complete = False
+        except (OSError, IndexError):  # the process ended meanwhile
             continue
-    return {u.removesuffix(" (deleted)") for u in used}
+    return {u.removesuffix(" (deleted)") for u in used}, complete
 
 
 def group(name: str) -> str:
@@ -65,8 +73,27 @@ def stale_files(root: Path = SHM_DIR, min_age: float = MIN_AGE_S) -> list[Path]:
             candidates.append(path)
     if not candidates:
         return []
-    busy = {group(Path(u).name) for u in _in_use() if u.startswith(f"{root}/")}
+    used, complete = _in_use()
+    busy = {group(Path(u).name) for u in used if u.startswith(f"{root}/")}
+    if not complete:  # a process we cannot inspect may use a port: only ports whose listener lock is free
+        busy |= {g for g in {group(p.name) for p in candidates} if PORT in g and not _lock_free(root / f"{g}_el")}
     return sorted(p for p in candidates if group(p.name) not in busy)
+
+
+def _lock_free(path: Path) -> bool:
+    """Whether no process holds the flock of the lock file ``path`` (a port's listener holds it); False
+    if there is no such file."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # closing releases the lock at once
+    return True
 
 
 def clean_stale(root: Path = SHM_DIR, min_age: float = MIN_AGE_S) -> tuple[int, int]:
