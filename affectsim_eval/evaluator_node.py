@@ -22,7 +22,7 @@ from affectsim_eval.config import DATA_DIR, MAX_BUDGET, EvalConfig, EvalData, ru
 from affectsim_eval.loop import evaluate_safely, run_episodes
 from affectsim_eval.orchestrator import evaluate_episode
 from affectsim_eval.report import write_report
-from affectsim_eval.ros_world import RosEvalWorld
+from affectsim_eval.ros_world import GraphError, RosEvalWorld
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS
 
@@ -50,6 +50,10 @@ PARAMS: tuple[Param, ...] = (
 )
 
 
+class Stopped(Exception):
+    """The node was asked to stop (SIGINT/SIGTERM): the run ends without storing the interrupted episode."""
+
+
 class EvaluatorNode(Node):
     def __init__(self) -> None:
         super().__init__("evaluator")
@@ -63,7 +67,15 @@ class EvaluatorNode(Node):
         self.data = Path(p["data_dir"]) if p["data_dir"] else DATA_DIR
         self.episodes = select_episodes(self.cfg, self.data)  # a missing dataset is refused here, at start
         self.error: str | None = None
-        threading.Thread(target=self._run, daemon=True).start()
+        self._stopping = threading.Event()
+        self._job = threading.Thread(target=self._run, name="evaluator-run", daemon=True)
+        self._job.start()
+
+    def stop_job(self, timeout: float) -> None:
+        """Stop the run (the node's entry point calls this on SIGINT/SIGTERM) and wait up to ``timeout``
+        s for it; an episode the stop interrupts is not stored, so a rerun evaluates it."""
+        self._stopping.set()
+        self._job.join(timeout)
 
     def _run(self) -> None:
         log = self.get_logger()
@@ -76,32 +88,54 @@ class EvaluatorNode(Node):
             world.wait_for_graph()
 
             def evaluate(ep: Episode):
-                return evaluate_episode(ep, world, data.scene(ep.scene_id), data.load_motion, self.cfg.max_actions,
-                                        self.cfg.max_planner_calls, times=times)
+                try:
+                    return evaluate_episode(ep, world, data.scene(ep.scene_id), data.load_motion,
+                                            self.cfg.max_actions, self.cfg.max_planner_calls, times=times)
+                except Exception:
+                    if not self._stopping.is_set():
+                        try:  # a goal whose reply was lost must not move the next attempt's robot
+                            world.settle()
+                        except Exception as exc:  # noqa: BLE001 - the episode's own failure is the one reported
+                            log.warning(f"{ep.episode_id}: cancelling its goals failed: {exc}")
+                    raise
 
             def recover(reason: str) -> None:
+                if self._stopping.is_set():
+                    raise Stopped("the evaluator is stopping")
                 log.warning(f"episode failed: {reason}; waiting for the graph, then evaluating it again")
                 world.wait_for_graph(float(self.p["timeout_s"]))
 
             def serial(todo: list[Episode]):
-                return (evaluate_safely(ep, evaluate, "ros", times, int(self.p["episode_attempts"]), recover)
-                        for ep in todo)
+                for ep in todo:
+                    if self._stopping.is_set():
+                        return
+                    res = evaluate_safely(ep, evaluate, "ros", times, int(self.p["episode_attempts"]), recover,
+                                          retry_on=(TimeoutError, GraphError))
+                    if self._stopping.is_set():
+                        log.warning(f"{ep.episode_id}: interrupted by the stop, not stored")
+                        return
+                    yield res
 
             summary = run_episodes(self.out, run_meta(self.cfg, self.episodes, self.data), self.episodes, serial,
                                    "the ROS graph", bool(self.p["retry_failed"]), log=log.info)
-            if len(summary.failures) < summary.total:  # a report needs one finished episode
+            if self._stopping.is_set():
+                return
+            reported = len(summary.failures) < summary.total  # a report needs one finished episode
+            if reported:
                 log.info(f"report: {write_report(self.out)}")
             if summary.failures:  # the node exits non-zero, and with it the launcher
                 first = ", ".join(i for i, _ in summary.failures[:5])
                 self.error = (f"{len(summary.failures)} of {summary.total} episodes are stored as failed ({first}"
-                              f"{', ...' if len(summary.failures) > 5 else ''}); see report.md, rerun with "
-                              "retry_failed:=true")
+                              f"{', ...' if len(summary.failures) > 5 else ''}: {summary.failures[0][1]}); "
+                              f"{'see report.md; ' if reported else ''}rerun with retry_failed:=true")
                 log.error(self.error)
+        except Stopped:
+            pass
         except Exception as exc:  # noqa: BLE001 - reported, then the node exits non-zero
             self.error = f"{type(exc).__name__}: {exc}"
             log.error(f"evaluation stopped: {self.error}")
         finally:
             if world is not None:
                 world.close()
-            if self.p["exit_when_done"]:
+            if self.p["exit_when_done"] and not self._stopping.is_set():
                 rclpy.try_shutdown(context=self.context)

@@ -82,10 +82,12 @@ def thumbnails(p_init: np.ndarray, a_obs: np.ndarray) -> bytes:
 
 
 def evaluate_safely(ep: Episode, evaluate: Callable[[Episode], EvaluatedEpisode], worker: str,
-                    times: StageTimes, attempts: int = 1, recover: Callable[[str], None] | None = None) -> EpisodeResult:
+                    times: StageTimes, attempts: int = 1, recover: Callable[[str], None] | None = None,
+                    retry_on: tuple[type[Exception], ...] = (Exception,)) -> EpisodeResult:
     """Run ``evaluate(ep)`` with ``times`` cleared first; a failure is a result too (only what
-    ``recover`` raises is raised). With ``attempts`` > 1 a failed episode is evaluated again, after
-    ``recover(reason)`` (the evaluator node waits there for the graph), up to ``attempts`` times in all."""
+    ``recover`` raises is raised). With ``attempts`` > 1 an episode that fails with one of ``retry_on``
+    is evaluated again, after ``recover(reason)`` (the evaluator node waits there for the graph), up
+    to ``attempts`` times in all."""
     for attempt in range(1, attempts + 1):
         times.seconds.clear()
         t0 = time.perf_counter()
@@ -96,8 +98,9 @@ def evaluate_safely(ep: Episode, evaluate: Callable[[Episode], EvaluatedEpisode]
             break
         except Exception as exc:  # noqa: BLE001 - one failing episode is recorded, the run goes on
             record, reason, thumb = None, failure_reason(exc), b""
-            if attempts > 1:
-                reason += f" (attempt {attempt} of {attempts})"
+            if attempts == 1 or not isinstance(exc, retry_on):
+                break
+            reason += f" (attempt {attempt} of {attempts})"
             if attempt < attempts and recover is not None:
                 recover(reason)
     return EpisodeResult(ep.episode_id, ep.family, ep.emotion, record, reason, time.perf_counter() - t0, worker,

@@ -14,10 +14,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+from action_msgs.msg import GoalStatus, GoalStatusArray
+from action_msgs.srv import CancelGoal
 from geometry_msgs.msg import Pose2D as Pose2DMsg
 from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.qos import qos_profile_action_status_default
 
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
@@ -49,6 +52,7 @@ class GraphError(AffectSimError, RuntimeError):
     """A node of the graph refused or failed a request (the message says which and why)."""
 
 
+ACTIVE = (GoalStatus.STATUS_ACCEPTED, GoalStatus.STATUS_EXECUTING, GoalStatus.STATUS_CANCELING)
 RENDER_ATTEMPT_S = 30.0  # s, first window of a RenderViews request before it is sent again (it may take seconds)
 
 
@@ -65,6 +69,13 @@ class RosEvalWorld:
         self.render_cli = node.create_client(RenderViews, SERVICES["render_views"], callback_group=group)
         self.acquire_cli = ActionClient(node, AcquireObservation, SERVICES["acquire_observation"], callback_group=group)
         self.recognize_cli = ActionClient(node, Recognize, SERVICES["recognize"], callback_group=group)
+        self._cancel_all, self._status = {}, {}  # per action server: CancelGoal client, last GoalStatusArray
+        for key in ("acquire_observation", "recognize"):
+            self._cancel_all[key] = node.create_client(CancelGoal, f"{SERVICES[key]}/_action/cancel_goal",
+                                                       callback_group=group)
+            node.create_subscription(GoalStatusArray, f"{SERVICES[key]}/_action/status",
+                                     lambda m, k=key: self._status.__setitem__(k, m),
+                                     qos_profile_action_status_default, callback_group=group)
         self.recognizers = list(recognizers)
         self.policy = policy
         self.timeout = timeout
@@ -87,6 +98,19 @@ class RosEvalWorld:
                 if time.monotonic() > t_end:
                     raise TimeoutError(f"{what} is not available after {timeout:.0f} s: is the node running?")
                 time.sleep(0.1)
+
+    def settle(self, timeout: float | None = None) -> None:
+        """Cancel every goal of the nav and perception servers and wait until none is active (at most
+        ``timeout`` s, default the request timeout): after a failed request, a goal whose acceptance or
+        result was lost may still be moving the robot."""
+        timeout = self.timeout if timeout is None else timeout
+        for key, cli in self._cancel_all.items():  # a zero goal id and stamp cancel all goals
+            calls.call(cli, CancelGoal.Request(), self.timeout, f"{SERVICES[key]} cancel")
+        t_end = time.monotonic() + timeout
+        while active := [k for k, m in self._status.items() if any(s.status in ACTIVE for s in m.status_list)]:
+            if time.monotonic() > t_end:
+                raise TimeoutError(f"goals of {', '.join(active)} still run {timeout:.0f} s after they were cancelled")
+            time.sleep(0.05)
 
     # ------------------------------------------------------------------ EvalWorld
     def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement]) -> None:

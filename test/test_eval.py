@@ -55,6 +55,7 @@ def test_ros_graph_records_equal_in_process_records_and_mcap_is_readable(small_d
             time.sleep(0.5)
         codes = g.poll()
         _failed_episodes_end_the_evaluator_non_zero(data, ids[0], g.domain_id, tmp_path)
+        _a_stopped_evaluator_stores_no_failure(data, ids[0], g.domain_id, tmp_path)
     log = (tmp_path / "logs" / "evaluator.log").read_text()
     assert codes["evaluator"] == 0, log
     off, on = _records(tmp_path / "offline"), _records(ros)
@@ -78,7 +79,7 @@ def test_ros_graph_records_equal_in_process_records_and_mcap_is_readable(small_d
 
 def _failed_episodes_end_the_evaluator_non_zero(data, episode_id: str, domain_id: int, tmp_path) -> None:
     """Evaluators on the running stack, on a copy of ``data`` that lacks the episode's scene: it is
-    tried ``episode_attempts`` times, stored as failed, the node exits 1; ``retry_failed`` runs it again."""
+    stored as failed (not retried: no fault of the graph), the node exits 1; ``retry_failed`` runs it again."""
     broken = tmp_path / "broken"
     for sub in ("motions", "episodes"):
         (broken / sub).parent.mkdir(exist_ok=True)
@@ -99,9 +100,10 @@ def _failed_episodes_end_the_evaluator_non_zero(data, episode_id: str, domain_id
         log = (logs / "evaluator.log").read_text()
         assert code == 1 and "1 of 1 episodes are stored as failed" in log and "retry_failed:=true" in log, log
         assert "0 already in" in log and "1 to run" in log, log  # the second run evaluates the failed one again
+        assert "evaluating it again" not in log  # a missing scene file is not a fault of the graph: not retried
         with ResultsStore.open(out / "results.sqlite") as st:
             (_, reason), = st.failures()
-        assert scene in reason and reason.endswith(" (attempt 2 of 2)" if run == 0 else f"@ {reason.split('@ ')[-1]}")
+        assert scene in reason and "attempt" not in reason
 
 
 @pytest.mark.slow
@@ -135,6 +137,22 @@ def test_a_bridge_stall_during_the_benchmark_loses_no_episode(small_data, tmp_pa
     log = (tmp_path / "logs" / "evaluator.log").read_text()
     assert codes["evaluator"] == 0 and codes["bridge"] is None, log
     assert _records(ros) == _records(tmp_path / "offline"), log
+
+
+def _a_stopped_evaluator_stores_no_failure(data, episode_id: str, domain_id: int, tmp_path) -> None:
+    """SIGINT while an episode runs: the evaluator exits 0 and stores nothing for it (a rerun evaluates it)."""
+    out, logs = tmp_path / "stopped", tmp_path / "stopped_logs"
+    with GraphProcesses("bench", nodes=("evaluator",), domain_id=domain_id, log_dir=logs,
+                        args={"episodes": "0", "episode_ids": episode_id, "recognizers": FAST, "output_dir": str(out)},
+                        extra_params={"evaluator": {"data_dir": str(data)}}) as ev:
+        deadline = time.monotonic() + 120
+        while "to run on the ROS graph" not in (logs / "evaluator.log").read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        codes = ev.stop()  # SIGINT
+    log = (logs / "evaluator.log").read_text()
+    assert codes["evaluator"] == 0 and "Traceback" not in log, log
+    with ResultsStore.open(out / "results.sqlite") as st:
+        assert st.records(None) == [] or all(r["status"] == "ok" for r in st.records(None)), log
 
 
 def test_killed_run_resumes_without_losing_or_recomputing(small_data, tmp_path):
@@ -212,6 +230,8 @@ def test_a_failed_episode_is_evaluated_again_after_recovery_up_to_the_bound(smal
 
     res = evaluate_safely(ep, broken, "test", w.times, attempts=3, recover=recovered.append)
     assert res.status == "failed" and res.reason.endswith("(attempt 3 of 3)") and len(recovered) == 3
+    res = evaluate_safely(ep, broken, "test", w.times, attempts=3, recover=recovered.append, retry_on=(KeyError,))
+    assert res.status == "failed" and "attempt" not in res.reason and len(recovered) == 3  # not a transient failure
     w.close()
 
 
