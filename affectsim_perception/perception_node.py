@@ -29,6 +29,7 @@ from tf2_msgs.msg import TFMessage
 
 from affectsim_core.errors import AffectSimError, InvalidInput
 from affectsim_core.person_tracking import DETECTORS, locate
+from affectsim_core.protocol import CLIP_FRAMES, CLIP_SIZE
 from affectsim_core.ros.calls import RESULT_KEEP_S
 from affectsim_core.ros.conversions import from_time, image_to_array
 from affectsim_core.ros.params import Param, declare_params
@@ -139,16 +140,23 @@ class PerceptionNode(Node):
         goal = handle.request
         res = Recognize.Result()
         try:
-            frames = np.stack([image_to_array(f) for f in goal.frames]) if goal.frames else np.zeros((0,), np.uint8)
-            if any(f.encoding != "rgb8" for f in goal.frames):
-                raise InvalidInput("frames[].encoding", sorted({f.encoding for f in goal.frames}), "rgb8")
-            clip = ClipInput(frames)
+            if len(goal.frames) != CLIP_FRAMES:  # checked before any frame is converted
+                raise InvalidInput("frames", f"{len(goal.frames)} frames", f"{CLIP_FRAMES} frames")
+            for k, f in enumerate(goal.frames):
+                if (f.encoding, f.width, f.height, f.step, len(f.data)) != (
+                        "rgb8", CLIP_SIZE, CLIP_SIZE, 3 * CLIP_SIZE, 3 * CLIP_SIZE ** 2):
+                    raise InvalidInput(f"frames[{k}]", f"{f.encoding} {f.width}x{f.height}, step {f.step}, "
+                                       f"{len(f.data)} bytes", f"rgb8 {CLIP_SIZE}x{CLIP_SIZE}, step {3 * CLIP_SIZE}, "
+                                       f"{3 * CLIP_SIZE ** 2} bytes")
+            clip = ClipInput(np.stack([image_to_array(f) for f in goal.frames]))
+            goal.frames = []  # the server keeps the goal (with the result) RESULT_KEEP_S: not its pixels
             names = list(goal.recognizers) or list(self.recognizers)
             unknown = [n for n in names if n not in self.recognizers]
             if unknown:
                 raise InvalidInput("recognizers", unknown, f"configured ones {list(self.recognizers)}")
-        except (AffectSimError, ValueError) as exc:
-            res.message = str(exc)
+        except Exception as exc:  # noqa: BLE001 - a bad clip (or a MemoryError) fails this goal, not the node
+            goal.frames = []
+            res.message = str(exc) if isinstance(exc, (AffectSimError, ValueError)) else f"{type(exc).__name__}: {exc}"
             handle.abort()
             return res
         for k, name in enumerate(names):

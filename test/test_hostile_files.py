@@ -98,6 +98,13 @@ def test_oversized_clips_and_scenes_are_refused_before_they_are_loaded(tmp_path)
     assert (tmp_path / "long.npz").stat().st_size < 1_000_000
     with pytest.raises(InvalidInput, match=r"frames=3000000 is invalid; expected at most 60000 frames"):
         load_motion(tmp_path / "long.npz")
+    np.savez_compressed(tmp_path / "wide.npz", root_pos=np.zeros((10, 3)), root_rot=np.zeros((10, 3)),
+                        dofs=np.zeros((10, 2_000_000), np.float32), meta=np.array("{}"))  # 80 MB in 80 KB...
+    np.savez_compressed(tmp_path / "meta.npz", root_pos=np.zeros((10, 3)), root_rot=np.zeros((10, 3)),
+                        dofs=np.zeros((10, 3)), meta=np.zeros(10_000_000))  # ...or 80 MB of "metadata"
+    for name in ("wide", "meta"):
+        with pytest.raises(InvalidInput, match=r"arrays='\d+ bytes' is invalid; expected at most 67108864 bytes"):
+            load_motion(tmp_path / f"{name}.npz")
     with pytest.raises(InvalidInput, match=r"'300\.0 m x 4\.0 m' is invalid; expected a scene within 50 m"):
         box_room(w=300.0, h=4.0)
 

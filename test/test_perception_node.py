@@ -50,7 +50,11 @@ def graph(tmp_path_factory):
 
 
 def _recognize(action, frames, names=()):
-    goal = Recognize.Goal(frames=[image_msg(f, "rgb8", "clip", to_time(0.0)) for f in frames], recognizers=list(names))
+    return _send(action, Recognize.Goal(frames=[image_msg(f, "rgb8", "clip", to_time(0.0)) for f in frames],
+                                        recognizers=list(names)))
+
+
+def _send(action, goal):
     done = threading.Event()
     fut = action.send_goal_async(goal)
     fut.add_done_callback(lambda f: done.set())
@@ -101,7 +105,14 @@ def test_bad_clips_are_rejected_and_the_node_keeps_serving(graph):
     from action_msgs.msg import GoalStatus
 
     res = _recognize(action, np.zeros((7, 224, 224, 3), np.uint8))
-    assert res.status == GoalStatus.STATUS_ABORTED and "clip.frames" in res.result.message
+    assert res.status == GoalStatus.STATUS_ABORTED and "frames='7 frames' is invalid; expected 8" in res.result.message
+    res = _recognize(action, np.zeros((400, 224, 224, 3), np.uint8))  # refused before any frame is converted
+    assert res.status == GoalStatus.STATUS_ABORTED and "400 frames" in res.result.message
+    bad = Recognize.Goal(frames=[image_msg(np.zeros((224, 224, 3), np.uint8), "rgb8", "clip", to_time(0.0))
+                                 for _ in range(8)])
+    bad.frames[3].data = bad.frames[3].data[:100]  # a header that lies about the pixel data
+    res = _send(action, bad)
+    assert res.status == GoalStatus.STATUS_ABORTED and "frames[3]" in res.result.message and "100 bytes" in res.result.message
     res = _recognize(action, np.zeros((8, 100, 100, 3), np.uint8))
     assert res.status == GoalStatus.STATUS_ABORTED and "224" in res.result.message
     res = _recognize(action, np.zeros((8, 224, 224, 3), np.uint8), names=["nope"])

@@ -53,6 +53,9 @@ def test_nonsense_errors_timeouts_and_retries(server):
     assert p.outcome == "error" and "2 attempts" in p.detail and p.probs.sum() == pytest.approx(1.0)
     server.script = [(400, None, 0.0)]
     assert vlm.predict(clip(4)).outcome == "error"  # client errors are not retried
+    server.script = [(200, "sad " * 1_500_000, 0.0)]  # a 6 MB reply: refused after reading 1 MiB
+    p = vlm.predict(clip(6))
+    assert p.outcome == "error" and "over 1048576 bytes" in p.detail
     dead = RECOGNIZERS.create("vlm-openai", base_url="http://127.0.0.1:9/v1", timeout=0.5, retries=0)
     assert dead.predict(clip(5)).outcome == "error"
 

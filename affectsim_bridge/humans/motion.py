@@ -31,6 +31,7 @@ SOLO_ACTIONS = ("walk", "sit_down", "seated", "knock", "standing")  # what one p
 ACTIONS = (*SOLO_ACTIONS, "dyadic")
 FORMAT = "affectsim-motion/1"
 MAX_FRAMES = 60_000  # frames of one clip (over 16 min at 60 fps; the library's clips have a few hundred)
+MAX_CLIP_BYTES = 64 * 2 ** 20  # all arrays of one clip once loaded (60,000 frames of the body's DoFs: ~25 MB)
 
 
 @dataclass(eq=False)
@@ -137,15 +138,16 @@ def save_motion(m: Motion, path: Path) -> None:
         raise
 
 
-def _array_shapes(path: Path) -> dict[str, tuple[int, ...]]:
-    """Shapes of the arrays of an ``.npz`` file, read from their headers (no array is loaded)."""
+def _array_shapes(path: Path) -> dict[str, tuple[tuple[int, ...], int]]:
+    """Shape and size in bytes of every array of an ``.npz`` file, from their headers (none is loaded)."""
     shapes = {}
     with zipfile.ZipFile(path) as zf:
         for name in zf.namelist():
             with zf.open(name) as f:
                 version = np.lib.format.read_magic(f)
                 read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
-                shapes[name.removesuffix(".npy")] = read(f)[0]
+                shape, _fortran, dtype = read(f)
+                shapes[name.removesuffix(".npy")] = (shape, int(np.prod(shape, dtype=np.int64)) * dtype.itemsize)
     return shapes
 
 
@@ -155,8 +157,9 @@ def load_motion(path: Path) -> Motion:
     where = str(path)
     try:
         shapes = _array_shapes(path)
-        frames = max((s[0] for k, s in shapes.items() if k in ("root_pos", "root_rot", "dofs") and s), default=0)
-        if frames <= MAX_FRAMES:
+        frames = max((s[0] for k, (s, _) in shapes.items() if k in ("root_pos", "root_rot", "dofs") and s), default=0)
+        size = sum(n for _, n in shapes.values())
+        if frames <= MAX_FRAMES and size <= MAX_CLIP_BYTES:
             with np.load(path, allow_pickle=False) as z:
                 arrays = {k: z[k] for k in ("root_pos", "root_rot", "dofs", "meta")}
     except FileNotFoundError:
@@ -167,6 +170,8 @@ def load_motion(path: Path) -> Motion:
         raise InvalidInput(str(exc), None, "the array to be present", where=where) from None
     if frames > MAX_FRAMES:
         raise InvalidInput("frames", frames, f"at most {MAX_FRAMES} frames per clip", where=where)
+    if size > MAX_CLIP_BYTES:
+        raise InvalidInput("arrays", f"{size} bytes", f"at most {MAX_CLIP_BYTES} bytes per clip", where=where)
     try:
         meta = json.loads(str(arrays["meta"]))
     except json.JSONDecodeError as exc:

@@ -67,6 +67,9 @@ def _named(t: str) -> set[str]:
     return {e for e, words in SYNONYMS.items() for w in words if re.search(rf"\b{re.escape(w)}\b", t)}
 
 
+MAX_REPLY_BYTES = 1 * 2 ** 20  # one chat-completions reply (a label is a few hundred bytes)
+
+
 @RECOGNIZERS.register("vlm-openai")
 class OpenAIVLM(Recognizer):
     name = "vlm-openai"
@@ -105,7 +108,13 @@ class OpenAIVLM(Recognizer):
                                      headers={"Content-Type": "application/json",
                                               "Authorization": f"Bearer {self.api_key}"})
         with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-            data = json.loads(resp.read().decode())
+            raw = resp.read(MAX_REPLY_BYTES + 1)  # read no more than the limit, whatever the server sends
+        if len(raw) > MAX_REPLY_BYTES:
+            raise ValueError(f"reply of {self.base_url} is over {MAX_REPLY_BYTES} bytes; expected a short chat completion")
+        try:
+            data = json.loads(raw.decode())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"reply of {self.base_url} is not JSON ({exc}): {raw[:200]!r}") from None
         try:
             content = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
