@@ -9,6 +9,7 @@
   affectsim eval [--split test] [--episodes N] [--out DIR]   the benchmark in-process (resumes; --ray ADDRESS)
   affectsim report RUN                                       RUN/report.md with the paper's tables and figures
   affectsim bench full [--episodes 12]                       full-protocol throughput, ROS graph vs in-process
+  affectsim bench soak [--lockstep-minutes 30]               the stack under load and bad requests: failures, RSS
   affectsim train RECOGNIZER [--seed 0]                      train pose-temporal | rgb-clip | committee | majority
   affectsim scenes list                                      built-in scenes
   affectsim params write | check                             config/bench.yaml from the nodes' declarations
@@ -49,7 +50,7 @@ from affectsim_eval.runner import run_eval
 from affectsim_eval.train import SUBSET, TRAINABLE, train
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS
-from affectsim_ros import bench_full, bench_nav, bench_perception, bench_sim, launcher
+from affectsim_ros import bench_full, bench_nav, bench_perception, bench_sim, bench_soak, launcher
 from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.nodes import PARAMS_FILE, parameter_file_text
 from affectsim_ros.tour import run_tour
@@ -114,7 +115,10 @@ def _bench(ns: argparse.Namespace) -> int:
     if ns.what == "full":
         bench_full.run(Path(ns.out) if ns.out else None, ns.episodes if ns.episodes != 100 else 12, ns.split)
         return 0
-    raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav, perception, full")
+    if ns.what == "soak":
+        res = bench_soak.run(Path(ns.out) if ns.out else None, ns.lockstep_minutes, ns.hostile_minutes)
+        return 1 if res["failed"] or res["crashes"] else 0
+    raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav, perception, full, soak")
 
 
 def _eval(ns: argparse.Namespace) -> int:
@@ -291,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="motion library for the people in the scene (static people if not built)")
     to.set_defaults(fn=_tour)
     be = sub.add_parser("bench", help="benchmarks that print measured ratios")
-    be.add_argument("what", choices=["sim", "nav", "perception", "full"])
+    be.add_argument("what", choices=["sim", "nav", "perception", "full", "soak"])
     be.add_argument("--out", default=None, help="write results as JSON")
     be.add_argument("--episodes", type=int, default=100, help="nav: stratified test episodes (full: default 12)")
     be.add_argument("--workers", type=int, default=2, help="nav: worker processes")
@@ -299,6 +303,8 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--frames", type=int, default=60)
     be.add_argument("--steps", type=int, default=100)
     be.add_argument("--free-run-seconds", type=float, default=10.0)
+    be.add_argument("--lockstep-minutes", type=float, default=30.0, help="soak: minutes of lockstep actions")
+    be.add_argument("--hostile-minutes", type=float, default=10.0, help="soak: minutes of bad requests mixed with valid")
     be.set_defaults(fn=_bench)
     ev = sub.add_parser("eval", help="run the benchmark in-process into a results store (resumes a killed run)")
     ev.add_argument("--split", choices=SPLITS, default="test")

@@ -1,0 +1,348 @@
+"""Soak benchmark (``affectsim bench soak``): the robot stack under load, then under attack, in one run.
+
+The stack (bridge in lockstep, nav, perception) runs as users start it (:mod:`affectsim_ros.launcher`).
+
+1. **Lockstep** (default 30 min): one client loads the world of a test episode (people replaying
+   their clips) and applies seeded random actions back to back, loading the next episode's world
+   every :data:`RELOAD_EVERY` actions. Every reply must succeed with a stamp 0.25 s after the last,
+   and every :data:`FRAME_EVERY`-th action's camera frame must arrive.
+2. **Hostile** (default 10 min): rounds of the bad requests of issue 14 mixed with valid ones:
+   over-budget and NaN-camera ``RenderViews``; ``LoadWorld`` with two targets, none, duplicate ids,
+   a person in a wall or on the robot, an absurd phase, a path-like motion id or scene; an unknown
+   action; ``AcquireObservation`` with a million clip frames, an oversized id, an unknown policy;
+   ``Recognize`` with 400 frames, 7 frames, lying image headers, unknown recognizers; and valid
+   loads, renders, recognitions and acquisitions (one cancelled). Every bad request must be
+   refused with a reason and every valid one must succeed. Once, the bridge is paused for
+   :data:`STALL_S` s (past the DDS lease) while an action is pending: it must be applied once.
+
+Throughout, every node's resident memory (RSS) is sampled every :data:`SAMPLE_S` s. At the end
+every node must still run; the report gives RSS at the start and end of each phase and the
+sockets of the graph (``ss``). Nothing here is timed against a target: it counts failures.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import psutil
+import rclpy
+from geometry_msgs.msg import Pose
+from geometry_msgs.msg import Pose2D as Pose2DMsg
+from rclpy.action import ActionClient
+
+from affectsim_core.actions import Action
+from affectsim_core.atomic import write_json
+from affectsim_core.errors import AffectSimError
+from affectsim_core.protocol import CLIP_FRAMES, CLIP_SIZE, STEP_SECONDS
+from affectsim_core.ros import calls
+from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.conversions import from_time, image_msg, to_time
+from affectsim_core.ros.env import ensure_loopback
+from affectsim_core.ros.topics import SERVICES
+from affectsim_eval.config import DATA_DIR, EvalData
+from affectsim_eval.dataset.episodes import load_split
+from affectsim_interfaces.action import AcquireObservation, Recognize
+from affectsim_interfaces.msg import HumanPlacement
+from affectsim_interfaces.srv import ApplyAction, LoadWorld, RenderViews
+from affectsim_ros.launcher import GraphProcesses
+
+RELOAD_EVERY = 200  # lockstep actions per world
+FRAME_EVERY = 10  # every n-th action the client also waits for its camera frame
+SAMPLE_S = 10.0  # s between RSS samples
+STALL_S = 25.0  # s the bridge is paused once in the hostile phase (the DDS lease is 20 s)
+WORLDS = 10  # test episodes whose worlds the lockstep phase cycles through
+TIMEOUT_S = 120.0  # s, any one request
+
+
+class Soak:
+    """Clients of the running stack on one node, and the tallies of one soak."""
+
+    def __init__(self, graph: GraphProcesses, data: Path) -> None:
+        self.graph = graph
+        self.client = BridgeClient("soak", topics=("rgb",), keep=5)
+        node = self.client.node
+        self.load_cli = node.create_client(LoadWorld, SERVICES["load_world"])
+        self.step_cli = node.create_client(ApplyAction, SERVICES["apply_action"])
+        self.render_cli = node.create_client(RenderViews, SERVICES["render_views"])
+        self.acquire = ActionClient(node, AcquireObservation, SERVICES["acquire_observation"])
+        self.recognize = ActionClient(node, Recognize, SERVICES["recognize"])
+        self.data = EvalData(data)
+        self.episodes = load_split("test", data / "episodes")[:WORLDS]
+        self.counts: Counter = Counter()  # "<case> ok" / "<case> FAILED"
+        self.failures: list[str] = []
+        self.stamp: float | None = 0.0  # sim time of the last state; None after the nav node moved the robot
+
+    def wait_ready(self) -> None:
+        self.client.wait_for_bridge(180)
+        for what, cli in (("nav", self.acquire), ("perception", self.recognize)):
+            if not cli.wait_for_server(timeout_sec=180):
+                raise TimeoutError(f"{what} action server not available within 180 s")
+
+    def check(self, case: str, ok: bool, detail: str = "") -> None:
+        self.counts[f"{case} {'ok' if ok else 'FAILED'}"] += 1
+        if not ok and len(self.failures) < 50:
+            self.failures.append(f"{case}: {detail}")
+
+    # ------------------------------------------------------------------ requests
+    def load_episode(self, k: int):
+        """Load the world of the k-th episode (cyclically); returns the robot's start pose."""
+        ep = self.episodes[k % len(self.episodes)]
+        humans = [dict(id=h.role, x=float(h.x), y=float(h.y), yaw=float(h.yaw), is_target=h.role == "target",
+                       motion_id=h.motion_id, phase=float(h.phase)) for h in ep.humans]
+        res = self.client.load(str(self.data.scene(ep.scene_id).source), ep.start.x, ep.start.y, ep.start.yaw,
+                               humans, timeout=TIMEOUT_S)
+        self.check("load_world valid", res.success, res.message)
+        self.stamp = from_time(res.stamp)
+        return ep.start
+
+    def step(self, action: int, frame: bool = False) -> None:
+        res = self.client.apply(action, timeout=TIMEOUT_S)
+        t = from_time(res.stamp)
+        after = self.stamp is None or math.isclose(t, self.stamp + STEP_SECONDS, abs_tol=1e-6)
+        self.check("apply_action valid", res.success and after,
+                   f"success={res.success} stamp {t} after {self.stamp}: {res.message}")
+        self.stamp = t
+        if frame:
+            try:
+                self.client.wait_for_stamp("rgb", res.stamp, timeout=30)
+                self.check("camera frame", True)
+            except TimeoutError as exc:
+                self.check("camera frame", False, str(exc))
+
+    def refused(self, case: str, cli, req, expect: str) -> None:
+        res = calls.call(cli, req, TIMEOUT_S, case)
+        self.check(case, not res.success and expect in res.message, res.message[:200])
+
+    def goal(self, case: str, cli: ActionClient, goal, ok: bool, expect: str = "", cancel_after: float = 0.0):
+        handle = calls.wait(cli.send_goal_async(goal), TIMEOUT_S, f"{case} goal")
+        if not handle.accepted:
+            self.check(case, False, "goal rejected")
+            return None
+        if cancel_after:
+            time.sleep(cancel_after)
+            calls.wait(handle.cancel_goal_async(), TIMEOUT_S, f"{case} cancel")
+        res = calls.action_result(handle, 600.0, f"{case} result")
+        if isinstance(goal, AcquireObservation.Goal):
+            good = res.outcome in ("handoff", "budget_exhausted") if ok else (expect in res.message)
+            if cancel_after:
+                good = res.outcome == "cancelled"
+            self.check(case, good, f"{res.outcome}: {res.message[:200]}")
+        else:
+            self.check(case, bool(res.predictions) if ok else (expect in res.message and not res.predictions),
+                       res.message[:200])
+        return res
+
+    # ------------------------------------------------------------------ phases
+    def lockstep(self, seconds: float, rng: np.random.Generator) -> int:
+        end, n = time.monotonic() + seconds, 0
+        while time.monotonic() < end:
+            if n % RELOAD_EVERY == 0:
+                self.load_episode(n // RELOAD_EVERY)
+            action = int(rng.choice([Action.FORWARD, Action.TURN_LEFT, Action.TURN_RIGHT], p=[0.5, 0.25, 0.25]))
+            self.step(action, frame=n % FRAME_EVERY == 0)
+            n += 1
+        return n
+
+    def hostile_round(self, k: int) -> None:
+        person = dict(id="a", x=3.5, y=2.5, yaw=0.0, appearance=0, is_target=True, motion_id="", phase=0.0)
+        bad_people = (([person, dict(person, id="b", y=1.5)], "exactly one target"),
+                      ([dict(person, is_target=False)], "exactly one target"),
+                      ([person, dict(person, is_target=False)], "unique ids"),
+                      ([dict(person, x=0.0)], "not inside a wall"),
+                      ([dict(person, x=1.05)], "off the robot's base"),
+                      ([dict(person, phase=1e300)], "phase"),
+                      ([dict(person, motion_id="../../../etc/passwd")], "motion"))
+        for people, expect in bad_people:
+            req = LoadWorld.Request(scene="test_apartment", robot_pose=Pose2DMsg(x=1.0, y=2.5))
+            req.humans = [HumanPlacement(**p) for p in people]
+            self.refused("load_world hostile", self.load_cli, req, expect)
+        self.refused("load_world hostile", self.load_cli,
+                     LoadWorld.Request(scene="../../../etc/passwd", robot_pose=Pose2DMsg(x=1.0, y=2.5)), "scene")
+        self.refused("apply_action hostile", self.step_cli, ApplyAction.Request(action=9), "action")
+        huge = RenderViews.Request(size=4096, times=[0.0] * 512, head_tilts=[0.0] * 512,
+                                   robot_poses=[Pose2DMsg(x=1.0, y=2.5)] * 512)
+        self.refused("render_views hostile", self.render_cli, huge, "bytes")
+        nan_camera = Pose()
+        nan_camera.position.z, nan_camera.orientation.w = float("nan"), 1.0
+        self.refused("render_views hostile", self.render_cli,
+                     RenderViews.Request(size=224, times=[0.0], head_tilts=[0.0], robot_poses=[Pose2DMsg(x=1.0, y=2.5)],
+                                         cameras=[nan_camera]), "cameras[0]")
+
+        start = self.load_episode(k)  # valid requests between the bad ones
+        res = calls.call(self.render_cli, RenderViews.Request(size=224, times=[0.0, 0.5], head_tilts=[0.0, 0.0],
+                                                              robot_poses=[Pose2DMsg(x=start.x, y=start.y)] * 2),
+                         TIMEOUT_S, "render_views")
+        self.check("render_views valid", res.success and len(res.frames) == 2, res.message)
+        for _ in range(20):
+            self.step(Action.TURN_LEFT)
+
+        for goal, expect in ((AcquireObservation.Goal(episode_id="soak", clip_frames=1_000_000), "clip_frames"),
+                             (AcquireObservation.Goal(episode_id="x" * 10_000, clip_frames=8), "episode_id"),
+                             (AcquireObservation.Goal(episode_id="soak", policy="nope", clip_frames=8), "policy")):
+            self.goal("acquire_observation hostile", self.acquire, goal, ok=False, expect=expect)
+        zeros = [image_msg(np.zeros((CLIP_SIZE, CLIP_SIZE, 3), np.uint8), "rgb8", "clip", to_time(0.0))
+                 for _ in range(CLIP_FRAMES)]
+        lying = [image_msg(np.zeros((CLIP_SIZE, CLIP_SIZE, 3), np.uint8), "rgb8", "clip", to_time(0.0))
+                 for _ in range(CLIP_FRAMES)]
+        lying[3].data = lying[3].data[:100]
+        for goal, expect in ((Recognize.Goal(frames=zeros * 50), "400 frames"),
+                             (Recognize.Goal(frames=zeros[:7]), "7 frames"),
+                             (Recognize.Goal(frames=lying), "frames[3]"),
+                             (Recognize.Goal(frames=zeros, recognizers=["nope"]), "nope")):
+            self.goal("recognize hostile", self.recognize, goal, ok=False, expect=expect)
+        self.goal("recognize valid", self.recognize, Recognize.Goal(frames=zeros), ok=True)
+
+        self.load_episode(k)
+        if k % 4 == 1:  # cancelled mid-search
+            self.goal("acquire_observation cancelled", self.acquire,
+                      AcquireObservation.Goal(episode_id="soak", clip_frames=16), ok=True, cancel_after=1.0)
+        elif k % 4 == 3:
+            self.goal("acquire_observation valid", self.acquire,
+                      AcquireObservation.Goal(episode_id="soak", clip_frames=16), ok=True)
+        self.stamp = None  # the nav node moved the robot: the next action's stamp is not checked
+
+    def stall(self) -> None:
+        """Pause the bridge past the DDS lease with an action pending: it must be applied once."""
+        pid, got = self.graph.pids()["bridge"], {}
+        self.step(Action.STOP)
+        before = self.stamp
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            waiter = threading.Thread(target=lambda: got.update(res=self.client.apply(Action.STOP, TIMEOUT_S)))
+            waiter.start()
+            time.sleep(STALL_S)  # the fault
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        waiter.join(TIMEOUT_S + 10)
+        res = got.get("res")
+        ok = res is not None and res.success and math.isclose(from_time(res.stamp), before + STEP_SECONDS, abs_tol=1e-6)
+        self.check("apply_action across a 25 s bridge stall", ok, f"reply {res}")
+        if res is not None:
+            self.stamp = from_time(res.stamp)
+
+    def close(self) -> None:
+        self.acquire.destroy()
+        self.recognize.destroy()
+        self.client.close()
+
+
+class MemorySampler(threading.Thread):
+    """RSS (bytes) of every node every SAMPLE_S s, tagged with the phase running."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        super().__init__(daemon=True)
+        self.procs = {name: psutil.Process(pid) for name, pid in pids.items()}
+        self.phase = "start"
+        self.samples: list[tuple[float, str, dict[str, int]]] = []
+        self._done = threading.Event()
+        self.sample()
+
+    def sample(self) -> None:
+        rss = {}
+        for name, p in self.procs.items():
+            try:
+                rss[name] = p.memory_info().rss
+            except psutil.Error:
+                rss[name] = 0  # gone: reported as a crash at the end
+        self.samples.append((time.monotonic(), self.phase, rss))
+
+    def run(self) -> None:
+        while not self._done.wait(SAMPLE_S):
+            self.sample()
+
+    def stop(self) -> None:
+        self._done.set()
+        if self.is_alive():
+            self.join(SAMPLE_S + 1)
+        self.sample()
+
+    def at(self, phase: str, last: bool) -> dict[str, int]:
+        """The phase's first or last sample (the last one taken if the phase never ran)."""
+        rows = [s for s in self.samples if s[1] == phase] or self.samples[-1:]
+        return (rows[-1] if last else rows[0])[2]
+
+
+def _sockets(pids: set[int]) -> list[str]:
+    out = subprocess.run(["ss", "-H", "-uatnp"], capture_output=True, text=True, timeout=30, check=True).stdout
+    return [" ".join(line.split()) for line in out.splitlines() if any(f"pid={p}," in line for p in pids)]
+
+
+def run(out: Path | None = None, lockstep_minutes: float = 30.0, hostile_minutes: float = 10.0,
+        data: Path = DATA_DIR, log=print) -> dict:
+    out = Path(out) if out else Path("results/bench_soak.json")
+    logs = out.with_suffix("") / "logs"
+    rng = np.random.default_rng(0)
+    actions = rounds = 0
+    lock_s = hostile_s = 0.0
+    with GraphProcesses("stack", args={"mode": "lockstep"}, log_dir=logs,
+                        extra_params={"bridge": {"motion_library": str(data / "motions")}}) as g:
+        ensure_loopback(g.domain_id)
+        rclpy.init()
+        soak = Soak(g, data)
+        mem = MemorySampler(g.pids())
+        try:
+            soak.wait_ready()
+            soak.load_episode(0)
+            mem.start()
+            log(f"[bench soak] graph {g.pids()} ready; lockstep for {lockstep_minutes:g} min")
+            mem.phase = "lockstep"
+            mem.sample()
+            t0 = time.monotonic()
+            actions = soak.lockstep(60 * lockstep_minutes, rng)
+            lock_s = time.monotonic() - t0
+            mem.sample()
+            log(f"[bench soak] lockstep: {actions} actions in {lock_s:.0f} s ({actions / lock_s:.1f}/s); "
+                f"hostile for {hostile_minutes:g} min")
+            mem.phase = "hostile"
+            mem.sample()
+            t1 = time.monotonic()
+            while rounds == 0 or time.monotonic() - t1 < 60 * hostile_minutes:
+                soak.hostile_round(rounds)
+                rounds += 1
+                if rounds == 1:
+                    soak.stall()
+            hostile_s = time.monotonic() - t1
+        except (AffectSimError, TimeoutError, RuntimeError) as exc:  # a node that stopped answering: reported
+            soak.check("soak run", False, f"{type(exc).__name__}: {exc}")
+        finally:
+            mem.stop()
+            alive = {name: code is None for name, code in g.poll().items()}
+            sockets = _sockets(set(g.pids().values()) | {os.getpid()})
+            soak.close()
+            rclpy.shutdown()
+    mib = 2 ** 20
+    points = {"lockstep_start": ("lockstep", False), "lockstep_end": ("lockstep", True),
+              "hostile_start": ("hostile", False), "end": ("hostile", True)}
+    rss = {name: {**{k: mem.at(*at)[name] / mib for k, at in points.items()},
+                  "max": max(s[2][name] for s in mem.samples) / mib} for name in g.pids()}
+    failed = sum(v for k, v in soak.counts.items() if k.endswith("FAILED"))
+    res = {"lockstep_s": lock_s, "actions": actions, "actions_per_s": actions / max(lock_s, 1e-9),
+           "hostile_s": hostile_s, "hostile_rounds": rounds, "counts": dict(sorted(soak.counts.items())),
+           "failed": failed, "failures": soak.failures, "alive": alive, "crashes": sum(not a for a in alive.values()),
+           "rss_mib": rss, "sockets": sockets,
+           "rss_samples": [(round(t - mem.samples[0][0], 1), ph, {k: v / mib for k, v in r.items()})
+                           for t, ph, r in mem.samples]}
+    log(f"[bench soak] {actions} lockstep actions ({res['actions_per_s']:.1f}/s), {rounds} hostile rounds; "
+        f"{failed} failed checks, {res['crashes']} crashed nodes")
+    for case, n in res["counts"].items():
+        log(f"[bench soak]   {case:48s} {n:7d}")
+    log(f"[bench soak] RSS MiB {'node':12s} {'start':>8s} {'lockstep end':>13s} {'hostile start':>14s} {'end':>8s} "
+        f"{'max':>8s}")
+    for name, r in rss.items():
+        log(f"[bench soak]        {name:12s} {r['lockstep_start']:8.0f} {r['lockstep_end']:13.0f} "
+            f"{r['hostile_start']:14.0f} {r['end']:8.0f} {r['max']:8.0f}")
+    for line in sockets:
+        log(f"[bench soak] ss: {line}")
+    for f in soak.failures[:10]:
+        log(f"[bench soak] FAILED {f}")
+    write_json(out, res, indent=1, default=float)
+    log(f"[bench soak] {out}")
+    return res
