@@ -47,11 +47,12 @@ def _random_motion(seed=0, frames=40):
 def test_mujoco_avatar_matches_numpy_kinematics():
     m = _random_motion()
     b = BACKENDS.create("mujoco")
-    b.load(box_room(w=8, h=6), Pose2D(7.0, 1.0, 0.0), (HumanPlacement("p", 0.0, 0.0, 0.0, motion=m),))
+    at = np.array([4.0, 3.0, 0.0])  # a placement that only translates the motion, into the room
+    b.load(box_room(w=8, h=6), Pose2D(7.0, 1.0, 0.0), (HumanPlacement("p", at[0], at[1], 0.0, motion=m),))
     for frame in (0, 7, 23):
         b.sim_time = frame / m.fps
         b._sync()
-        pts, _ = forward_kinematics(m.body.height, m.root_pos[frame:frame + 1], m.root_rot[frame:frame + 1],
+        pts, _ = forward_kinematics(m.body.height, m.root_pos[frame:frame + 1] + at, m.root_rot[frame:frame + 1],
                                     m.dofs[frame:frame + 1], m.body.joint_offsets())
         assert np.allclose(b.human_points(0), pts[0, :len(JOINTS)], atol=1e-5)
     b.close()

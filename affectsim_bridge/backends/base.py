@@ -115,6 +115,32 @@ class RobotConfig:
     slide: bool = True  # slide along obstacles instead of stopping
 
 
+def check_people(nav: NavigableSpace, scene_id: str, robot: Pose2D, humans: tuple[HumanPlacement, ...],
+                 min_gap: float | None = None) -> None:
+    """Raise :class:`InvalidInput` unless the cast is possible: unique ids, exactly one target (when there
+    are people), and every pelvis at sim time 0 inside a room of ``nav``'s scene, not inside a wall, and at
+    least ``min_gap`` m (default: the robot radius, i.e. not on the base) from the robot's centre."""
+    ids = [h.id for h in humans]
+    if len(set(ids)) != len(ids):
+        raise InvalidInput("humans[].id", ids, "unique ids")
+    if humans and sum(bool(h.is_target) for h in humans) != 1:
+        raise InvalidInput("humans[].is_target", [h.is_target for h in humans], "exactly one target")
+    min_gap = nav.radius if min_gap is None else min_gap
+    not_walls = tuple(i for i, oid in enumerate(nav.obstacle_ids) if not oid.startswith("wall"))
+    for h in humans:
+        xy = h.pose_at(0.0)[0][:2]
+        where = (round(float(xy[0]), 3), round(float(xy[1]), 3))
+        if not nav.in_rooms(xy[None])[0]:
+            raise InvalidInput(f"humans[{h.id}] position", where, f"a point inside a room of {scene_id!r}")
+        if nav.clearance(xy[None], exclude=not_walls)[0] <= 0.0:
+            raise InvalidInput(f"humans[{h.id}] position", where, "a point not inside a wall")
+        gap = float(np.hypot(*(xy - robot.xy)))
+        if gap < min_gap:
+            raise InvalidInput(f"humans[{h.id}] position", where,
+                               f"a point off the robot's base, at least {min_gap:.2f} m from its centre "
+                               f"({gap:.2f} m)")
+
+
 class SimulatorBackend(abc.ABC):
     """Abstract world. Subclasses implement loading, rendering, ray casting and link poses."""
 
@@ -190,34 +216,11 @@ class SimulatorBackend(abc.ABC):
                 f"a navigable point of scene {scene.id!r} (clearance {clearance:.2f} m, robot radius "
                 f"{self.robot.radius} m, must be inside a room and connected to the main region)",
             )
-        self._check_people(scene, robot_pose, humans)
+        check_people(self.navigable, scene.id, robot_pose, humans)
         self.pose = Pose2D(robot_pose.x, robot_pose.y, wrap_angle(robot_pose.yaw))
         self.humans = tuple(humans)
         self.sim_time = 0.0
         self._sync()
-
-    def _check_people(self, scene: Scene, robot: Pose2D, humans: tuple[HumanPlacement, ...]) -> None:
-        """Unique ids, exactly one target (when there are people), and every person at sim time 0 inside
-        a room, not inside a wall, and not standing on the robot (pelvis within the base footprint)."""
-        ids = [h.id for h in humans]
-        if len(set(ids)) != len(ids):
-            raise InvalidInput("humans[].id", ids, "unique ids")
-        if humans and sum(bool(h.is_target) for h in humans) != 1:
-            raise InvalidInput("humans[].is_target", [h.is_target for h in humans], "exactly one target")
-        nav = self.navigable
-        not_walls = tuple(i for i, oid in enumerate(nav.obstacle_ids) if not oid.startswith("wall"))
-        for h in humans:
-            xy = h.pose_at(0.0)[0][:2]
-            where = (round(float(xy[0]), 3), round(float(xy[1]), 3))
-            if not nav.in_rooms(xy[None])[0]:
-                raise InvalidInput(f"humans[{h.id}] position", where, f"a point inside a room of {scene.id!r}")
-            if nav.clearance(xy[None], exclude=not_walls)[0] <= 0.0:
-                raise InvalidInput(f"humans[{h.id}] position", where, "a point not inside a wall")
-            gap = float(np.hypot(*(xy - robot.xy)))
-            if gap < self.robot.radius:
-                raise InvalidInput(f"humans[{h.id}] position", where,
-                                   f"a point off the robot's base ({gap:.2f} m from its centre; radius "
-                                   f"{self.robot.radius} m)")
 
     def _human_discs(self) -> np.ndarray:
         """People as round obstacles for the base (x, y, radius :data:`PERSON_RADIUS_M`) at the current sim time."""

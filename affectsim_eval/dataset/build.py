@@ -25,12 +25,14 @@ from typing import Callable
 
 import numpy as np
 
+from affectsim_bridge.backends.base import check_people
 from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
 from affectsim_bridge.humans.library import Library
 from affectsim_bridge.scene import load_scene
 from affectsim_bridge.scene_generator import SCENES_DIR
 from affectsim_core.atomic import staged_dir
 from affectsim_core.episode import Episode, EpisodeHuman
+from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import quat_from_yaw
 from affectsim_core.protocol import CHALLENGES, SPLITS
 from affectsim_eval.dataset.composer import SceneContext, describe, place_target, robot_start
@@ -142,10 +144,15 @@ def compose_job(ctx: SceneContext, job: dict) -> tuple[Episode | None, str]:
         people = [("target", place, m)]
         emotion, action = m.emotion, m.action
         group = lib.entries[m.id]["group"]
-    start = robot_start(ctx, place, 0.0, job["challenge"], job["challenge"] is None, rng)
+    others = tuple(p for role, p, _ in people if role != "target")
+    start = robot_start(ctx, place, 0.0, job["challenge"], job["challenge"] is None, rng, others=others)
     if start is None:
         return None, f"challenge_not_realised:{job['challenge'] or 'initially_visible'}"
     robot, me = start
+    try:  # only casts the bridge's LoadWorld accepts (a knocking pelvis can end up inside the wall)
+        check_people(ctx.nav, ctx.scene.id, robot, tuple(p for _, p, _ in people))
+    except InvalidInput:
+        return None, "cast_refused_by_load_world"
     room = ctx.scene.room_at((place.x, place.y))
     ep = Episode(
         episode_id=f"{job['split']}_{FAMILY_CODE[job['family']]}_{job['index']:06d}",

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
-from affectsim_bridge.backends.base import HumanPlacement
+from affectsim_bridge.backends.base import PERSON_RADIUS_M, HumanPlacement
 from affectsim_bridge.humans.body import BOTTOMS, TOPS
 from affectsim_bridge.humans.motion import Motion
 from affectsim_bridge.humans.skeleton import JOINTS, POINTS, forward_kinematics
@@ -230,8 +230,10 @@ def realised(challenge: str | None, me: Measures) -> bool:
 
 
 def robot_start(ctx: SceneContext, place: HumanPlacement, t: float, challenge: str | None, same_room: bool,
-                rng: np.random.Generator, tries: int = 150) -> tuple[Pose2D, Measures] | None:
-    """A navigable robot start realising ``challenge`` (None: target initially visible nearby)."""
+                rng: np.random.Generator, tries: int = 150, others: tuple[HumanPlacement, ...] = ()
+                ) -> tuple[Pose2D, Measures] | None:
+    """A navigable robot start realising ``challenge`` (None: target initially visible nearby), its base
+    clear of the target and of ``others`` at time ``t`` (pelvis discs of :data:`PERSON_RADIUS_M`)."""
     nav, scene = ctx.nav, ctx.scene
     root = place.pose_at(t)[0][:2]
     room = scene.room_at(tuple(root))
@@ -241,6 +243,9 @@ def robot_start(ctx: SceneContext, place: HumanPlacement, t: float, challenge: s
     d = np.linalg.norm(cands - root, axis=1)
     lo, hi = {"far_visible": (4.5, 40.0), "obstacle_detour": (1.0, 8.0)}.get(challenge, (1.2, 5.0))
     cands = cands[(d >= lo) & (d <= hi)]
+    for other in others:
+        gap = np.linalg.norm(cands - other.pose_at(t)[0][:2], axis=1)
+        cands = cands[gap >= nav.radius + PERSON_RADIUS_M]
     for xy in cands:
         bearing = math.atan2(root[1] - xy[1], root[0] - xy[0])
         yaw = wrap_angle(bearing + float(rng.uniform(-0.3, 0.3)))

@@ -20,7 +20,7 @@ import numpy as np
 from matplotlib.figure import Figure  # no pyplot: no global state, no display
 from PIL import Image, ImageDraw
 
-from affectsim_bridge.backends.base import HumanPlacement
+from affectsim_bridge.backends.base import HumanPlacement, check_people
 from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
 from affectsim_bridge.humans.library import Library
 from affectsim_bridge.scene import load_scene
@@ -78,6 +78,10 @@ def check_episode_in_scene(ctx: SceneContext, ep: Episode) -> list[str]:
             problems.append("door_missing")
     elif not all(ctx.footprint_free(p) for p in people):
         problems.append("path_not_free")
+    try:
+        check_people(ctx.nav, ctx.scene.id, robot, tuple(people))
+    except InvalidInput:
+        problems.append("cast_refused_by_load_world")
     me = ctx.measure(robot, target, 0.0)
     if not realised(ep.challenge, me):
         problems.append(f"challenge_not_realised:{ep.challenge or 'initially_visible'}")
