@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import os
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Callable
 
@@ -100,6 +100,7 @@ class BridgeNode(Node):
         self._map_msg: tuple[object, OccupancyGrid] | None = None  # (scene, map) published for it
         self._last_twist = (0.0, 0.0)
         self._answered: dict[str, OrderedDict] = {"load_world": OrderedDict(), "apply_action": OrderedDict()}
+        self.calls: Counter = Counter()  # requests per service, logged at shutdown (a robot stand-in makes none)
 
         self.world = WorldThread()
         try:
@@ -259,6 +260,7 @@ class BridgeNode(Node):
         return res
 
     def _on_load(self, req: LoadWorld.Request, res: LoadWorld.Response) -> LoadWorld.Response:
+        self.calls["load_world"] += 1
         return self._once("load_world", req, res, self._reset)
 
     def _reset(self, req: LoadWorld.Request, res: LoadWorld.Response) -> None:
@@ -287,6 +289,7 @@ class BridgeNode(Node):
         return self._library.load(motion_id)
 
     def _on_action(self, req: ApplyAction.Request, res: ApplyAction.Response) -> ApplyAction.Response:
+        self.calls["apply_action"] += 1
         return self._once("apply_action", req, res,
                           lambda q, r: self._guarded("apply_action", self._apply_action, q, r))
 
@@ -312,6 +315,7 @@ class BridgeNode(Node):
         res.pose, res.stamp = cv.pose2d_msg(r.pose), cv.to_time(r.sim_time)
 
     def _on_render_views(self, req: RenderViews.Request, res: RenderViews.Response) -> RenderViews.Response:
+        self.calls["render_views"] += 1
         """Privileged views for the evaluator's passive settings (:func:`affectsim_bridge.views.render_views`)."""
         return self._guarded("render_views", self._render_views, req, res)
 
@@ -367,6 +371,10 @@ class BridgeNode(Node):
         self._cmd = (lin, ang, self.backend.sim_time)
 
     def destroy_node(self) -> None:
+        if hasattr(self, "calls") and not self.calls["_logged"]:  # once, though destroy_node may run twice
+            self.calls["_logged"] = 1
+            counts = ", ".join(f"{k}={self.calls[k]}" for k in ("load_world", "apply_action", "render_views"))
+            self.get_logger().info(f"service calls: {counts}")
         world = getattr(self, "world", None)  # absent when __init__ failed on a bad parameter
         if world is not None:
             try:

@@ -20,10 +20,12 @@ class Action(IntEnum):
 @dataclass(frozen=True)
 class MoveResult:
     """Outcome of one discrete action or velocity integration: the new base ``pose`` (map), whether
-    navigable space ``clipped`` the move, the translation ``distance_m`` achieved (m) and the
-    ``sim_time`` (s) after it."""
+    navigable space (or, in continuous time, the safety stop or the timeout) ``clipped`` the move,
+    the translation ``distance_m`` achieved (m), the ``sim_time`` (s) after it and how it ended
+    (``ending``: ``done``, ``blocked``, ``timeout``; see :mod:`affectsim_nav.base_control`)."""
 
     pose: Pose2D
     clipped: bool
     distance_m: float
     sim_time: float
+    ending: str = "done"

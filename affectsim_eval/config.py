@@ -20,6 +20,7 @@ from affectsim_core.protocol import MAX_ACTIONS, MAX_PLANNER_CALLS, SPLITS
 from affectsim_core.provenance import code_version
 from affectsim_eval.dataset.episodes import DATASET_DIR, load_split
 from affectsim_eval.dataset.splits import stratified_subset
+from affectsim_nav.base_control import EXECUTIONS
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR
@@ -42,6 +43,7 @@ class EvalConfig:
     max_actions: int = MAX_ACTIONS
     max_planner_calls: int = MAX_PLANNER_CALLS
     backend: str = DEFAULT_BACKEND
+    execution: str = "lockstep"  # how the nav node moves the robot (continuous time: cmd_vel, nav2)
 
     def validate(self) -> "EvalConfig":
         if self.split not in SPLITS:
@@ -59,6 +61,8 @@ class EvalConfig:
             raise InvalidInput("policy", self.policy, f"one of {POLICIES.names()}")
         if self.backend not in BACKENDS:
             raise InvalidInput("backend", self.backend, f"one of {BACKENDS.names()}")
+        if self.execution not in EXECUTIONS:
+            raise InvalidInput("execution", self.execution, f"one of {', '.join(EXECUTIONS)}")
         if not (1 <= self.max_actions <= MAX_BUDGET):
             raise InvalidInput("max_actions", self.max_actions, f"1..{MAX_BUDGET}")
         if not (0 <= self.max_planner_calls <= MAX_BUDGET):
@@ -68,7 +72,7 @@ class EvalConfig:
     def as_dict(self) -> dict:
         return {"split": self.split, "episodes": self.episodes, "seed": self.seed, "ids": list(self.ids),
                 "recognizers": list(self.recognizers), "policy": self.policy, "max_actions": self.max_actions,
-                "max_planner_calls": self.max_planner_calls, "backend": self.backend}
+                "max_planner_calls": self.max_planner_calls, "backend": self.backend, "execution": self.execution}
 
 
 def select_episodes(cfg: EvalConfig, data: Path = DATA_DIR) -> list[Episode]:

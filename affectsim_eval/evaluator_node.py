@@ -23,6 +23,7 @@ from affectsim_eval.loop import evaluate_safely, run_episodes
 from affectsim_eval.orchestrator import evaluate_episode
 from affectsim_eval.report import write_report
 from affectsim_eval.ros_world import GraphError, RosEvalWorld
+from affectsim_nav.base_control import EXECUTIONS
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS
 
@@ -36,6 +37,8 @@ PARAMS: tuple[Param, ...] = (
     Param("policy", "baseline", "A-Obs policy (the nav node's registry)", choices=POLICIES.names),
     Param("backend", DEFAULT_BACKEND, "simulator backend of the bridge (the evaluator keeps a geometry copy)",
           choices=BACKENDS.names),
+    Param("execution", "lockstep", "the nav node's execution mode, stored with the run (continuous time: cmd_vel, "
+          "nav2)", choices=EXECUTIONS),
     Param("output_dir", "results/bench", "run directory: results.sqlite, frames/, report.md",
           check=lambda v: bool(str(v).strip()), expected="a directory path"),
     Param("max_actions", MAX_ACTIONS, "A-Obs action budget", bounds=(1, MAX_BUDGET)),
@@ -61,7 +64,8 @@ class EvaluatorNode(Node):
         self.cfg = EvalConfig(split=p["split"], episodes=int(p["episodes"]), seed=int(p["seed"]),
                               ids=tuple(i for i in p["episode_ids"] if i), recognizers=tuple(p["recognizers"]),
                               policy=p["policy"], max_actions=int(p["max_actions"]),
-                              max_planner_calls=int(p["max_planner_calls"]), backend=p["backend"]).validate()
+                              max_planner_calls=int(p["max_planner_calls"]), backend=p["backend"],
+                              execution=p["execution"]).validate()
         self.p = p
         self.out = Path(p["output_dir"])
         self.data = Path(p["data_dir"]) if p["data_dir"] else DATA_DIR

@@ -14,13 +14,13 @@ from __future__ import annotations
 import math
 import traceback
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Callable, Protocol, runtime_checkable
 
 import numpy as np
 
 from affectsim_core.actions import Action
 from affectsim_core.clips import Clip, sample_indices
-from affectsim_core.observation import EpisodeInfo
+from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.protocol import Outcome
 from affectsim_core.timing import NULL, StageTimes
 from affectsim_nav.executor import ActionExecutor, BudgetExhausted, ExecutionLog
@@ -41,6 +41,16 @@ class GoalMover(Protocol):
         """None while moving, True when the goal was reached, False when it failed."""
 
     def cancel(self) -> None: ...
+
+
+@runtime_checkable
+class ClipStream(Protocol):
+    """A continuous-time world: the clip is sampled from its camera stream at the protocol's times
+    (every 0.25 s from the handoff), not once per action."""
+
+    def start_clip(self, t0: float) -> None: ...
+
+    def clip_frames(self) -> list[Observation]: ...
 
 
 @dataclass
@@ -115,6 +125,8 @@ class ActiveEpisode:
             self.last = decision
             if decision.handoff and self.log.handoff_step is None:
                 self.ex.mark_handoff()
+                if isinstance(self.world, ClipStream):
+                    self.world.start_clip(self.obs.stamp)
                 self.path = None
                 if self.moving:
                     self.mover.cancel()
@@ -149,11 +161,16 @@ class ActiveEpisode:
         self.kept = [k for k in self.kept if k[0] in keep]
 
     def _collect(self) -> None:
-        """One clip frame: its stamp always, its image and camera pose only if the clip will use it."""
-        i = len(self.times)
-        self.times.append(self.obs.stamp)
-        if self.clip_frames is None or i in sample_indices(self.clip_frames):
-            self.kept.append((i, np.array(self.obs.rgb), np.array(self.obs.camera_pose)))
+        """Clip frames: the observation after each step (lockstep), or the frames a :class:`ClipStream`
+        sampled at the protocol's times; a frame's stamp always, its image and camera pose only if the
+        clip will use it."""
+        for obs in self.world.clip_frames() if isinstance(self.world, ClipStream) else [self.obs]:
+            i = len(self.times)
+            if self.clip_frames is not None and i >= self.clip_frames:
+                return
+            self.times.append(obs.stamp)
+            if self.clip_frames is None or i in sample_indices(self.clip_frames):
+                self.kept.append((i, np.array(obs.rgb), np.array(obs.camera_pose)))
 
     def _execute(self, decision: Decision) -> None:
         """Apply one decision: a primitive action, or a goal (built-in follower or the mover)."""

@@ -11,7 +11,10 @@ Action servers (``affectsim_interfaces/action``):
 Feedback after every step: stage, actions and planner calls used, path length, last detection.
 One goal runs at a time: a new goal preempts the running one (which ends ``aborted``), a cancel
 ends it ``cancelled``; bad goals and failures end the goal with the reason and the node keeps
-serving. With ``use_nav2`` a policy's point-to-point goals go to Nav2's ``NavigateToPose``.
+serving. Parameter ``execution``: ``lockstep`` applies each primitive action through the bridge's
+``/affectsim/apply_action``; ``cmd_vel`` drives it in continuous time through ``/cmd_vel`` from the
+robot's odometry and laser, with no ``/affectsim/*`` interface (a robot, or the bridge in
+``free_run``); ``nav2`` sends a policy's point-to-point goals to Nav2's ``NavigateToPose``.
 The policy runs the same core as the in-process evaluation (:mod:`affectsim_nav.active`), so both
 give identical trajectories for the same episode. Policies that need a person detector get one of
 :data:`~affectsim_core.person_tracking.DETECTORS` (parameter ``detector``; the executable in
@@ -23,7 +26,7 @@ from __future__ import annotations
 import math
 import threading
 
-from geometry_msgs.msg import Point
+from geometry_msgs.msg import Point, Twist
 from geometry_msgs.msg import Pose2D as Pose2DMsg
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
@@ -38,11 +41,13 @@ from affectsim_core.ros.calls import RESULT_KEEP_S
 from affectsim_core.ros.conversions import diagnostics_to_msg, image_msg, matrix_pose_msg, to_time
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES
+from affectsim_core.ros.topics import TOPICS as NAMES
 from affectsim_interfaces.action import AcquireObservation, FollowPerson, Handoff, SearchPerson
 from affectsim_nav.active import MAX_CLIP_FRAMES, ActiveEpisode, sighting_feedback
 from affectsim_nav.nav2_mover import Nav2Mover
 from affectsim_nav.policy import POLICIES, Policy, create_policy
-from affectsim_nav.ros_world import TOPICS, RosWorld
+from affectsim_nav.base_control import EXECUTIONS, BaseLimits
+from affectsim_nav.ros_world import CMD_VEL_TOPICS, TOPICS, CmdVelWorld, RosWorld
 
 MAX_GOAL_COUNT = 100_000  # upper bound of a goal's max_actions / max_planner_calls
 
@@ -56,9 +61,23 @@ PARAMS: tuple[Param, ...] = (
     Param("policy", "baseline", "default active-observation policy (registered name)", choices=POLICIES.names),
     Param("detector", "blazepose", "person detector of the policies that need one (registered name)",
           choices=DETECTORS.names),
-    Param("use_nav2", False, "hand a policy's point-to-point goals to Nav2's NavigateToPose"),
+    Param("execution", "lockstep", "how primitive actions move the robot: lockstep (/affectsim/apply_action, "
+          "simulation), cmd_vel (continuous time through /cmd_vel from /odom and /base_scan: simulation in "
+          "free_run or a robot), nav2 (cmd_vel, and a policy's point-to-point goals to Nav2's NavigateToPose)",
+          choices=EXECUTIONS),
     Param("nav2_action", "navigate_to_pose", "Nav2 NavigateToPose action name", check=bool, expected="an action name"),
     Param("timeout_s", 30.0, "seconds any wait for the bridge (service answer, frame, TF) may take", bounds=(1.0, 600.0)),
+    Param("robot_radius", 0.3, "cmd_vel: base radius (m): its front edge and the corridor the laser must see free",
+          bounds=(0.05, 1.0)),
+    *(Param(f"base_{name}", getattr(BaseLimits, name), f"cmd_vel: {doc}", bounds=BaseLimits.BOUNDS[name])
+      for name, doc in (("max_linear", "linear speed limit (m/s)"), ("max_angular", "angular speed limit (rad/s)"),
+                        ("linear_accel", "linear acceleration limit (m/s^2)"),
+                        ("angular_accel", "angular acceleration limit (rad/s^2)"),
+                        ("position_tolerance", "FORWARD ends this close to 0.25 m (m)"),
+                        ("angle_tolerance", "a turn ends this close to 15 deg (rad)"),
+                        ("action_timeout", "time one primitive action may take (s)"),
+                        ("safety_distance", "FORWARD stops when the laser sees less free space ahead (m)"),
+                        ("stall_s", "commanded this long without progress: blocked (s)"))),
 )
 
 
@@ -66,9 +85,13 @@ class NavNode(Node):
     def __init__(self) -> None:
         super().__init__("nav")
         self.p = declare_params(self, PARAMS)
-        self.io = BridgeClient("nav_io", topics=TOPICS)
+        self.execution = self.p["execution"]
+        cmd_vel = self.execution != "lockstep"  # nav2: primitives between Nav2's goals go through /cmd_vel too
+        self.limits = BaseLimits(**{name: float(self.p[f"base_{name}"]) for name in BaseLimits.BOUNDS})
+        self.io = BridgeClient("nav_io", topics=CMD_VEL_TOPICS if cmd_vel else TOPICS, services=not cmd_vel)
+        self._cmd_pub = self.create_publisher(Twist, NAMES["cmd_vel"], 10) if cmd_vel else None
         self.mover = None
-        if self.p["use_nav2"]:
+        if self.execution == "nav2":
             self.mover = Nav2Mover(self, self.p["nav2_action"], float(self.p["timeout_s"]))
         self._policies: dict[str, Policy] = {}
         self._lock = threading.Lock()
@@ -83,7 +106,7 @@ class NavNode(Node):
             ActionServer(self, typ, SERVICES[name], execute_callback=self._execute(typ, run),
                          goal_callback=lambda _g: GoalResponse.ACCEPT, cancel_callback=lambda _g: CancelResponse.ACCEPT,
                          handle_accepted_callback=self._accepted, callback_group=group, result_timeout=RESULT_KEEP_S)
-        self.get_logger().info(f"nav ready: policy={self.p['policy']} use_nav2={self.p['use_nav2']}")
+        self.get_logger().info(f"nav ready: policy={self.p['policy']} execution={self.execution}")
 
     # ------------------------------------------------------------------ goal bookkeeping
     def _accepted(self, handle) -> None:
@@ -168,11 +191,20 @@ class NavNode(Node):
             if len(getattr(goal, field)) > most:
                 raise InvalidInput(field, f"{len(getattr(goal, field))} characters", f"at most {most}", where="nav")
         self.episode = None  # the previous episode's buffers go now, not when this one ends
-        world = RosWorld(self.io, float(self.p["timeout_s"]))
+        timeout = float(self.p["timeout_s"])
+        if self.execution != "lockstep":
+            world = CmdVelWorld(self.io, self._publish_cmd, self.limits, float(self.p["robot_radius"]), timeout)
+        else:
+            world = RosWorld(self.io, timeout)
         info = world.episode_info(goal.episode_id, goal.target_description)
         self.episode = ActiveEpisode(world, info, self._policy(goal.policy), goal.max_actions or MAX_ACTIONS,
                                      goal.max_planner_calls or MAX_PLANNER_CALLS, self.mover)
         return self.episode
+
+    def _publish_cmd(self, linear: float, angular: float) -> None:
+        msg = Twist()
+        msg.linear.x, msg.angular.z = float(linear), float(angular)
+        self._cmd_pub.publish(msg)
 
     def _diagnostics(self, ep: ActiveEpisode) -> dict:
         return {**diagnostics_to_msg(ep.log.diagnostics()),

@@ -1,29 +1,50 @@
-"""The bridge over ROS as a :class:`~affectsim_nav.executor.World` for the nav node.
+"""The robot over ROS as a :class:`~affectsim_nav.executor.World` for the nav node.
 
 Observations come from the robot's own topics only, exactly as on the real Fetch:
 ``/head_camera/rgb/image_raw``, ``/head_camera/depth_registered/image_raw`` (+ camera_info),
 ``/tf`` and ``/tf_static`` (``map -> odom -> base_link -> ... -> head_camera_rgb_optical_frame``)
-and the latched ``/map``. Lockstep actions go through ``/affectsim/apply_action``; every wait
-has a timeout and raises ``TimeoutError`` naming what did not arrive.
+and the latched ``/map``; every wait has a timeout and raises ``TimeoutError`` naming what did
+not arrive. Two ways to act (the nav node's ``execution`` parameter):
+
+- :class:`RosWorld` (``lockstep``): each primitive action goes through the bridge's
+  ``/affectsim/apply_action`` (simulation only);
+- :class:`CmdVelWorld` (``cmd_vel``, ``nav2``): each primitive action is driven in continuous time through
+  ``/cmd_vel`` from ``/odom`` and ``/base_scan`` (:mod:`affectsim_nav.base_control`); it calls no
+  ``/affectsim/*`` service and reads no ``/affectsim/*`` topic, so it runs unchanged on a robot.
+  After a handoff it samples the clip from the camera stream at the protocol's 4 Hz times.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
 
+from tf2_msgs.msg import TFMessage
+
 from affectsim_core.actions import Action, MoveResult
 from affectsim_core.geometry import Pose2D
 from affectsim_core.observation import EpisodeInfo, Observation
+from affectsim_core.protocol import STEP_SECONDS
+from affectsim_core.ros import tf_tree
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.sensors import observation_from_msgs
 from affectsim_core.ros.topics import SERVICES
+from affectsim_core.ros.topics import TOPICS as NAMES
+from affectsim_nav.base_control import BaseLimits, Ending, PrimitiveController, free_ahead
 
 TOPICS = ("rgb", "depth", "rgb_info", "tf", "tf_static", "map")
+CMD_VEL_TOPICS = (*TOPICS, "odom", "scan")
+TF_SLACK_S = 0.05  # s between a camera frame and the /tf it is located with (the robot's TF rate: 50 Hz)
+SCAN_STALE_S = 0.5  # s: an older laser scan cannot clear the way ahead
+
+
+def _stamp(m) -> float:
+    return from_time(m.header.stamp)
 
 
 class RosWorld:
@@ -33,7 +54,7 @@ class RosWorld:
         self.client = client
         self.timeout = timeout
         newest = client.wait_for("rgb", timeout=timeout)  # the state the episode starts from
-        self.stamp = from_time(newest.header.stamp)
+        self.stamp = _stamp(newest)
 
     def apply(self, action: Action) -> MoveResult:
         res = self.client.apply(int(action), self.timeout)
@@ -45,20 +66,14 @@ class RosWorld:
 
     def observe(self, step: int) -> Observation:
         """The camera frame, depth and TF stamped with the current sim time."""
-        c, t = self.client, self.stamp
-        match = lambda m: abs(from_time(m.header.stamp) - t) < 1e-6  # noqa: E731
-        rgb = c.wait_for("rgb", match, self.timeout)
-        depth = c.wait_for("depth", match, self.timeout)
-        info = c.wait_for("rgb_info", match, self.timeout)
-        dyn = c.wait_for("tf", lambda m: bool(m.transforms) and abs(from_time(m.transforms[0].header.stamp) - t) < 1e-6,
-                         self.timeout)
-        return observation_from_msgs(rgb, depth, info, c.wait_for("tf_static", timeout=self.timeout), dyn, step)
+        rgb = self.client.wait_for("rgb", lambda m: abs(_stamp(m) - self.stamp) < 1e-6, self.timeout)
+        return frame_observation(self.client, rgb, step, self.timeout)
 
     def wait_moved(self, prev: Observation, ex, stop: Callable[[], bool]) -> Observation | None:
         """External motion (Nav2): the next frame at least one 0.25 s step after ``prev``, recorded as one
         step of the executor (trajectory, path length, budget); None once ``stop()`` (the navigator finished)."""
         deadline = time.monotonic() + self.timeout
-        later = lambda m: from_time(m.header.stamp) >= prev.stamp + 0.25 - 1e-6  # noqa: E731
+        later = lambda m: _stamp(m) >= prev.stamp + STEP_SECONDS - 1e-6  # noqa: E731
         while True:
             try:
                 newer = self.client.wait_for("rgb", later, 0.1)
@@ -69,7 +84,7 @@ class RosWorld:
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"no camera frame after t={prev.stamp:.2f} s within {self.timeout:.0f} s while "
                                        "the external navigator was moving") from None
-        self.stamp = from_time(newer.header.stamp)
+        self.stamp = _stamp(newer)
         obs = self.observe(prev.step + 1)
         ex.record_external(obs.pose, obs.stamp)
         return obs
@@ -77,12 +92,133 @@ class RosWorld:
     def episode_info(self, episode_id: str, target_description: str = "", robot_radius: float = 0.3) -> EpisodeInfo:
         """Non-privileged episode info: the latched /map and the current pose as the start."""
         grid = self.client.wait_for("map", timeout=self.timeout)
-        g = grid.info
-        yaw = math.atan2(2 * (g.origin.orientation.w * g.origin.orientation.z), 1 - 2 * g.origin.orientation.z ** 2)
-        if abs(yaw) > 1e-9:
-            raise ValueError(f"/map origin yaw={yaw!r} is invalid; expected an axis-aligned map (yaw 0)")
-        occ = np.array(grid.data, np.int8).reshape(g.height, g.width)
-        start = self.observe(0).pose
-        resolution = round(float(g.resolution), 6)  # MapMetaData.resolution is float32: 0.05 arrives as 0.0500000007
-        return EpisodeInfo.make(episode_id, occ, (g.origin.position.x, g.origin.position.y), resolution, start,
-                                robot_radius, target_description or None)
+        return map_info(grid, episode_id, self.observe(0).pose, robot_radius, target_description)
+
+
+def map_info(grid, episode_id: str, start: tuple[float, float, float], robot_radius: float = 0.3,
+             target_description: str = "") -> EpisodeInfo:
+    """:class:`EpisodeInfo` from a ``nav_msgs/OccupancyGrid`` (axis-aligned) and the start pose (map)."""
+    g = grid.info
+    yaw = math.atan2(2 * (g.origin.orientation.w * g.origin.orientation.z), 1 - 2 * g.origin.orientation.z ** 2)
+    if abs(yaw) > 1e-9:
+        raise ValueError(f"/map origin yaw={yaw!r} is invalid; expected an axis-aligned map (yaw 0)")
+    occ = np.array(grid.data, np.int8).reshape(g.height, g.width)
+    resolution = round(float(g.resolution), 6)  # MapMetaData.resolution is float32: 0.05 arrives as 0.0500000007
+    return EpisodeInfo.make(episode_id, occ, (g.origin.position.x, g.origin.position.y), resolution, start,
+                            robot_radius, target_description or None)
+
+
+def frame_observation(client: BridgeClient, rgb, step: int, timeout: float) -> Observation:
+    """The observation of camera frame ``rgb``: its depth and camera info of the same stamp, and the TF
+    tree nearest in time (each transform from the /tf message closest to the frame, within
+    :data:`TF_SLACK_S`: a robot's transforms arrive in several messages at their own rates)."""
+    t = _stamp(rgb)
+    same = lambda m: abs(_stamp(m) - t) < 1e-6  # noqa: E731
+    depth = client.wait_for("depth", same, timeout)
+    info = client.wait_for("rgb_info", same, timeout)
+
+    def near(m) -> bool:
+        return bool(m.transforms) and abs(from_time(m.transforms[0].header.stamp) - t) <= TF_SLACK_S + 1e-9
+
+    client.wait_for("tf", lambda m: near(m) and from_time(m.transforms[0].header.stamp) >= t - 1e-6, timeout)
+    with client.lock:
+        close = sorted((m for m in client.msgs["tf"] if near(m)),
+                       key=lambda m: -abs(from_time(m.transforms[0].header.stamp) - t))  # the nearest last: it wins
+    return observation_from_msgs(rgb, depth, info, client.wait_for("tf_static", timeout=timeout),
+                                 TFMessage(transforms=[tr for m in close for tr in m.transforms]), step)
+
+
+class CmdVelWorld(RosWorld):
+    """Primitive actions driven through ``/cmd_vel`` in continuous time (see module docstring); external
+    motion (Nav2) is followed as in :class:`RosWorld`, from the camera stream.
+
+    ``limits``: the base's velocity, acceleration, tolerance, timeout and safety-stop settings;
+    ``robot_radius`` (m): the base's front edge and the half-width of the corridor the laser must
+    see free ahead of a FORWARD move."""
+
+    def __init__(self, client: BridgeClient, publish_cmd: Callable[[float, float], None], limits: BaseLimits,
+                 robot_radius: float = 0.3, timeout: float = 30.0) -> None:
+        self.client, self.publish_cmd, self.limits = client, publish_cmd, limits
+        self.radius, self.timeout = robot_radius, timeout
+        odom = client.wait_for("odom", timeout=timeout)  # no odometry: refused here, naming the topic
+        rgb = client.wait_for("rgb", lambda m: _stamp(m) >= _stamp(odom) - 1e-6, timeout)
+        self.stamp = _stamp(rgb)
+        static = tf_tree.edges(client.wait_for("tf_static", timeout=timeout))
+        scan = client.wait_for("scan", timeout=timeout)
+        self.laser_x = float(tf_tree.lookup(static, "base_link", scan.header.frame_id).translation[0])
+        self._clip_next: float | None = None  # protocol time (s) of the next clip frame once a clip runs
+        self._clip: list[Observation] = []
+        self._last: Observation | None = None
+
+    def _odom(self, after: float):
+        try:
+            return self.client.wait_for("odom", lambda m: _stamp(m) > after + 1e-9, self.timeout)
+        except TimeoutError:
+            raise TimeoutError(f"no odometry on {NAMES['odom']} after t={after:.2f} s within {self.timeout:.0f} s; "
+                               "the base was told to stop") from None
+
+    def _free_ahead(self, t: float) -> float:
+        scan = self.client.msgs["scan"][-1]
+        if t - _stamp(scan) > SCAN_STALE_S:
+            return 0.0  # a stale laser cannot clear the way: a FORWARD move stops (blocked)
+        return free_ahead(np.asarray(scan.ranges), scan.angle_min, scan.angle_increment, scan.range_max,
+                          self.laser_x, self.radius, self.radius)
+
+    def apply(self, action: Action) -> MoveResult:
+        """Drive one primitive action to its end (done, blocked, timeout); the base is stopped after it."""
+        odom = self.client.wait_for("odom", timeout=self.timeout)
+        start, t = odom_pose(odom), _stamp(odom)
+        ctrl = PrimitiveController(action, start, t, self.limits)
+        try:
+            while True:
+                odom = self._odom(t)
+                t, pose = _stamp(odom), odom_pose(odom)
+                v, w, ending = ctrl.update(pose, t, self._free_ahead(t))
+                self.publish_cmd(v, w)
+                self._sample_clip()
+                if ending is not None:
+                    break
+        finally:
+            self.publish_cmd(0.0, 0.0)
+        rgb = self.client.wait_for("rgb", lambda m: _stamp(m) >= t - 1e-6, self.timeout)
+        self.stamp = _stamp(rgb)
+        self._last = frame_observation(self.client, rgb, -1, self.timeout)
+        self._sample_clip()
+        moved = math.hypot(pose.x - start.x, pose.y - start.y)
+        clipped = ending != Ending.DONE and Action(int(action)) != Action.STOP
+        return MoveResult(Pose2D(*self._last.pose), clipped, moved, self.stamp, ending.value)
+
+    def observe(self, step: int) -> Observation:
+        """The first camera frame at or after the last action's end (the start: the newest frame)."""
+        self._sample_clip()
+        if self._last is None or self._last.stamp != self.stamp:
+            rgb = self.client.wait_for("rgb", lambda m: _stamp(m) >= self.stamp - 1e-6, self.timeout)
+            self._last = frame_observation(self.client, rgb, step, self.timeout)
+        return replace(self._last, step=step)
+
+    # ------------------------------------------------------------------ the clip, from the stream
+    def start_clip(self, t0: float) -> None:
+        """Collect clip frames from the camera stream at ``t0`` + k x 0.25 s from now on."""
+        self._clip_next, self._clip = t0, []
+
+    def clip_frames(self) -> list[Observation]:
+        """The clip frames sampled since the last call (the first frame at or after each protocol time)."""
+        self._sample_clip()
+        out, self._clip = self._clip, []
+        return out
+
+    def _sample_clip(self) -> None:
+        if self._clip_next is None:
+            return
+        with self.client.lock:
+            frames = [m for m in self.client.msgs["rgb"] if _stamp(m) >= self._clip_next - 1e-6]
+        for m in frames:
+            if _stamp(m) >= self._clip_next - 1e-6:
+                self._clip.append(frame_observation(self.client, m, -1, self.timeout))
+                self._clip_next += STEP_SECONDS * (1 + math.floor((_stamp(m) - self._clip_next) / STEP_SECONDS + 1e-9))
+
+
+def odom_pose(msg) -> Pose2D:
+    """The base's pose (m, rad) in the ``odom`` frame from a ``nav_msgs/Odometry`` message."""
+    p, q = msg.pose.pose.position, msg.pose.pose.orientation
+    return Pose2D(p.x, p.y, math.atan2(2 * (q.w * q.z + q.x * q.y), 1 - 2 * (q.y ** 2 + q.z ** 2)))

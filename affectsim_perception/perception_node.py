@@ -33,7 +33,7 @@ from affectsim_core.protocol import CLIP_FRAMES, CLIP_SIZE
 from affectsim_core.ros.calls import RESULT_KEEP_S
 from affectsim_core.ros.conversions import from_time, image_to_array
 from affectsim_core.ros.params import Param, declare_params
-from affectsim_core.ros.sensors import observation_from_msgs
+from affectsim_core.ros.sensors import observation_from_msgs, rgb_array
 from affectsim_core.ros.topics import SERVICES, TOPICS
 from affectsim_interfaces.action import Recognize
 from affectsim_interfaces.msg import PersonDetection, PersonDetections, RecognizerPrediction
@@ -109,7 +109,11 @@ class PerceptionNode(Node):
         if t - self._last_t < 1.0 / self.rate - 1e-9 and t >= self._last_t:
             return
         self._last_t = t
-        rgb = image_to_array(msg)
+        try:
+            rgb = rgb_array(msg)
+        except InvalidInput as exc:  # a camera on another encoding: said, not fatal
+            self.get_logger().error(f"{TOPICS['rgb']} frame skipped: {exc}", throttle_duration_sec=5.0)
+            return
         with self._lock:
             det = self.detector.detect(rgb)
         out = PersonDetections(header=msg.header)

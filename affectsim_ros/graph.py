@@ -18,6 +18,8 @@ from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
 from affectsim_bridge.scene import resolve_scene_path
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import MODES, SPLITS
+from affectsim_core.ros.topics import TOPICS
+from affectsim_nav.base_control import EXECUTIONS
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS
 
@@ -44,6 +46,7 @@ class LaunchArgument:
     node: str = "bridge"  # parameter of this node
     param_type: Callable[[str], object] = str
     also: tuple[str, ...] = ()  # further nodes that take the same parameter
+    remap: str | None = None  # instead of a parameter: the interface name (a key of TOPICS) this remaps
 
     def accepted(self) -> list[str] | None:
         """The accepted values (a registry's names read now, after plugins were loaded), or None."""
@@ -63,11 +66,15 @@ def _is_float_in(lo: float, hi: float) -> Callable[[str], bool]:
     return check
 
 
-STACK = (NodeSpec("bridge", "bridge_node"), NodeSpec("nav", "nav_node"), NodeSpec("perception", "perception_node"))
+ROBOT = (NodeSpec("nav", "nav_node"), NodeSpec("perception", "perception_node"))
+STACK = (NodeSpec("bridge", "bridge_node"), *ROBOT)
 GRAPHS: dict[str, tuple[NodeSpec, ...]] = {
     "bench": (*STACK, NodeSpec("evaluator", "evaluator_node")),  # runs, then exits
-    "stack": STACK,  # the robot stack alone, for interactive use and your own clients
+    "stack": STACK,  # the simulated robot and its nodes, for interactive use and your own clients
+    "robot": ROBOT,  # nav and perception on a robot's own topics: no simulator, no ground truth
 }
+GRAPH_DEFAULTS: dict[str, dict[str, str]] = {"robot": {"execution": "cmd_vel"}}  # under the user's arguments
+REMAPPABLE = ("rgb", "rgb_info", "depth", "depth_info", "scan", "odom", "cmd_vel", "map")  # a robot's own names
 
 
 def _names(v: str) -> list[str]:
@@ -112,6 +119,12 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    check=_int_in(1, 10), expected="an integer in [1, 10]", node="evaluator", param_type=int),
     LaunchArgument("record", "false", "evaluator: MCAP recording of every A-Obs episode (output_dir/recordings)",
                    choices=("true", "false"), node="evaluator", param_type=lambda v: v == "true"),
+    LaunchArgument("execution", "lockstep", "nav: how primitive actions move the robot: lockstep "
+                   "(/affectsim/apply_action, with mode:=lockstep), cmd_vel or nav2 (continuous time through "
+                   "/cmd_vel, with mode:=free_run or on a robot)", choices=EXECUTIONS, node="nav", also=("evaluator",)),
+    *(LaunchArgument(f"{key}_topic", TOPICS[key], f"the robot's name for {TOPICS[key]} (a remapping of every node)",
+                     check=lambda v: v.startswith("/") and " " not in v, expected="an absolute topic name", remap=key)
+      for key in REMAPPABLE),
 )
 
 
@@ -136,10 +149,22 @@ def default_params_file() -> Path:
         raise FileNotFoundError("config/bench.yaml not found in the source tree or the ament index") from exc
 
 
-def validate_launch_args(values: dict[str, str]) -> dict[str, dict[str, object]]:
-    """Check ``name -> value`` strings; returns per-node parameter overrides. Raises :class:`InvalidInput`."""
+def validate_launch_args(values: dict[str, str], graph: str = "bench") -> dict[str, dict[str, object]]:
+    """Check ``name -> value`` strings for ``graph`` (over its :data:`GRAPH_DEFAULTS`); returns per-node
+    parameter overrides. Raises :class:`InvalidInput`."""
     known = {a.name: a for a in LAUNCH_ARGUMENTS}
     overrides: dict[str, dict[str, object]] = {}
+    values = {**GRAPH_DEFAULTS.get(graph, {}), **values}
+    if any(spec.name == "bridge" for spec in GRAPHS.get(graph, ())):  # the bridge and the nav node agree:
+        if "mode" in values and "execution" not in values:  # one given, the other follows from it
+            values["execution"] = "lockstep" if values["mode"] == "lockstep" else "cmd_vel"
+        elif "execution" in values and "mode" not in values:
+            values["mode"] = "lockstep" if values["execution"] == "lockstep" else "free_run"
+        mode, execution = values.get("mode", "lockstep"), values.get("execution", "lockstep")
+        if (mode == "lockstep") != (execution == "lockstep") and mode in MODES and execution in EXECUTIONS:
+            raise InvalidInput("launch argument execution", execution,
+                               f"{'lockstep' if mode == 'lockstep' else 'cmd_vel or nav2'} with mode:={mode} "
+                               "(lockstep actions need the lockstep bridge; free_run moves only by /cmd_vel)")
     for name, value in values.items():
         if name not in known:
             raise InvalidInput("launch argument", name, f"one of {', '.join(known)}")
@@ -149,6 +174,13 @@ def validate_launch_args(values: dict[str, str]) -> dict[str, dict[str, object]]
             raise InvalidInput(f"launch argument {name}", value, f"one of {', '.join(choices)}")
         if arg.check is not None and not arg.check(value):
             raise InvalidInput(f"launch argument {name}", value, arg.expected)
-        for node in (arg.node, *arg.also):
-            overrides.setdefault(node, {})[name] = arg.param_type(value)
+        if arg.remap is None:
+            for node in (arg.node, *arg.also):
+                overrides.setdefault(node, {})[name] = arg.param_type(value)
     return overrides
+
+
+def launch_remaps(values: dict[str, str]) -> list[tuple[str, str]]:
+    """(from, to) topic remappings of the ``*_topic`` arguments that differ from the default names."""
+    by_name = {a.name: a for a in LAUNCH_ARGUMENTS if a.remap is not None}
+    return [(TOPICS[by_name[k].remap], v) for k, v in values.items() if k in by_name and v != TOPICS[by_name[k].remap]]

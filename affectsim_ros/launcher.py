@@ -21,7 +21,7 @@ from pathlib import Path
 
 from affectsim_core.ros.env import loopback_env, pick_domain_id
 from affectsim_core.ros.shm import clean_stale
-from affectsim_ros.graph import GRAPHS, NODES_MODULE, default_params_file, validate_launch_args
+from affectsim_ros.graph import GRAPHS, NODES_MODULE, default_params_file, launch_remaps, validate_launch_args
 
 INT_GRACE_S = 5.0
 TERM_GRACE_S = 3.0
@@ -50,7 +50,8 @@ class GraphProcesses:
         names = [spec.name for spec in GRAPHS[graph]]
         if nodes is not None and not set(nodes) <= set(names):
             raise KeyError(f"unknown nodes {sorted(set(nodes) - set(names))} of graph {graph!r}; known: {names}")
-        overrides = validate_launch_args(args or {})
+        overrides = validate_launch_args(args or {}, graph)
+        remaps = launch_remaps(args or {})
         for node, params in (extra_params or {}).items():
             overrides.setdefault(node, {}).update(params)
         self.shm_cleaned = clean_stale()  # (files, bytes) left by killed DDS processes
@@ -65,6 +66,8 @@ class GraphProcesses:
                     continue
                 cmd = [sys.executable, "-m", NODES_MODULE, spec.name, "--ros-args", "-r", f"__node:={spec.name}",
                        "--params-file", str(params_file)]
+                for old, new in remaps:
+                    cmd += ["-r", f"{old}:={new}"]
                 for name, value in overrides.get(spec.name, {}).items():
                     cmd += ["-p", _param_arg(name, value)]
                 out = None

@@ -23,15 +23,15 @@ from launch_ros.actions import Node
 from affectsim_core.plugins import load_plugins
 from affectsim_core.ros.env import fastdds_profile
 from affectsim_core.ros.shm import clean_stale
-from affectsim_ros.graph import GRAPHS, LAUNCH_ARGUMENTS, default_params_file, validate_launch_args
+from affectsim_ros.graph import GRAPHS, LAUNCH_ARGUMENTS, default_params_file, launch_remaps, validate_launch_args
 
 
 def _nodes(context):
     values = {a.name: LaunchConfiguration(a.name).perform(context) for a in LAUNCH_ARGUMENTS}
-    overrides = validate_launch_args(values)  # raises naming the bad argument
+    overrides = validate_launch_args(values, "bench")  # raises naming the bad argument
     params = LaunchConfiguration("params_file").perform(context)
     nodes = {spec.name: Node(package="affectsim", executable=spec.executable, name=spec.name, output="screen",
-                             parameters=[params, overrides.get(spec.name, {})])
+                             parameters=[params, overrides.get(spec.name, {})], remappings=launch_remaps(values))
              for spec in GRAPHS["bench"]}
     done = RegisterEventHandler(OnProcessExit(target_action=nodes["evaluator"], on_exit=_evaluator_exited))
     return [*nodes.values(), done]

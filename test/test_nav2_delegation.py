@@ -1,78 +1,125 @@
-"""With ``use_nav2`` the nav node hands the policy's point-to-point goals to Nav2's NavigateToPose.
+"""``execution: nav2``: the nav node hands a policy's point-to-point goals to Nav2's NavigateToPose,
+in continuous time (the bridge in free_run, primitive actions through /cmd_vel).
 
 Nav2 is not installable here, so the server is built in the test from Nav2's own action
-definition (test/nav2_msgs, built by ``make setup`` where nav2_msgs is missing). It drives the
-robot through the bridge's lockstep service, publishes feedback and honours cancels.
+definition (test/nav2_msgs, built by ``make setup`` where nav2_msgs is missing). Like Nav2 it
+plans on ``/map`` (with the project's planner), localises with TF ``map -> base_link`` and drives
+through ``/cmd_vel``, publishes feedback and honours cancels.
 """
 
 import math
 import threading
 import time
 
+import numpy as np
 import pytest
 import rclpy
+from action_msgs.msg import GoalStatus
+from geometry_msgs.msg import Twist
 from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from affectsim_bridge.humans.library import Library, build
-from affectsim_core.actions import Action
+from affectsim_core.ros import tf_tree
 from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_interfaces.action import AcquireObservation
+from affectsim_nav.planner import GridPlanner
+from affectsim_nav.ros_world import map_info
 from affectsim_ros.launcher import GraphProcesses
 
 NavigateToPose = pytest.importorskip("nav2_msgs.action").NavigateToPose
 
 
 class FakeNav2(Node):
-    """NavigateToPose server: turn toward the goal, then forward, one lockstep action at a time."""
+    """NavigateToPose server: a plan on /map, then pure pursuit through /cmd_vel at the odometry rate."""
 
-    def __init__(self, bridge: BridgeClient) -> None:
+    def __init__(self, client: BridgeClient) -> None:
         super().__init__("fake_nav2")
-        self.bridge = bridge
+        self.io = client
         self.goals: list[tuple[str, float, float]] = []
         self.cancelled = 0
+        self.cmd = self.create_publisher(Twist, "/cmd_vel", 10)
         ActionServer(self, NavigateToPose, "navigate_to_pose", execute_callback=self._run,
                      goal_callback=lambda g: GoalResponse.ACCEPT, cancel_callback=lambda g: CancelResponse.ACCEPT,
                      callback_group=ReentrantCallbackGroup())
 
+    def _pose(self) -> tuple[float, float, float, float]:
+        """(x, y, yaw) of base_link in map and the stamp, from the newest /tf."""
+        tf = self.io.wait_for("tf", lambda m: bool(m.transforms), 10.0)
+        base = tf_tree.lookup(tf_tree.edges(tf), "map", "base_link")
+        return (base.translation[0], base.translation[1], math.atan2(base.rotation[1, 0], base.rotation[0, 0]),
+                from_time(tf.transforms[0].header.stamp))
+
+    def _drive(self, v: float, w: float) -> None:
+        msg = Twist()
+        msg.linear.x, msg.angular.z = float(v), float(w)
+        self.cmd.publish(msg)
+
     def _run(self, handle):
         p = handle.request.pose
-        self.goals.append((p.header.frame_id, p.pose.position.x, p.pose.position.y))
-        pose = self.bridge.apply(int(Action.STOP)).pose
-        for _ in range(120):
+        goal = (p.pose.position.x, p.pose.position.y)
+        self.goals.append((p.header.frame_id, *goal))
+        x, y, yaw, t = self._pose()
+        planner = GridPlanner(map_info(self.io.wait_for("map", timeout=10.0), "nav2", (x, y, yaw)))
+        field = planner.plan_from((x, y))
+        cell = planner.nearest_traversable(goal)
+        path = field.path_to(cell) if field is not None and cell is not None else []
+        t_end = t + 60.0  # s of sim time for one goal
+        while path and t < t_end:
             if handle.is_cancel_requested:
+                self._drive(0.0, 0.0)
                 self.cancelled += 1
                 handle.canceled()
                 return NavigateToPose.Result()
-            dx, dy = p.pose.position.x - pose.x, p.pose.position.y - pose.y
-            if math.hypot(dx, dy) < 0.3:
+            while len(path) > 1 and math.hypot(path[0][0] - x, path[0][1] - y) < 0.3:
+                path.pop(0)
+            if math.hypot(path[-1][0] - x, path[-1][1] - y) < 0.25:
                 break
-            err = math.atan2(dy, dx) - pose.theta
+            err = math.atan2(path[0][1] - y, path[0][0] - x) - yaw
             err = math.atan2(math.sin(err), math.cos(err))
-            act = Action.FORWARD if abs(err) < math.radians(10) else (Action.TURN_LEFT if err > 0 else Action.TURN_RIGHT)
-            pose = self.bridge.apply(int(act)).pose
+            self._drive(0.4 if abs(err) < 0.4 else 0.0, float(np.clip(2.0 * err, -1.0, 1.0)))
             fb = NavigateToPose.Feedback()
-            fb.distance_remaining = float(math.hypot(dx, dy))
+            fb.distance_remaining = float(math.hypot(goal[0] - x, goal[1] - y))
             handle.publish_feedback(fb)
-            time.sleep(0.01)
-        handle.succeed()
+            self.io.wait_for("tf", lambda m, t=t: bool(m.transforms) and from_time(m.transforms[0].header.stamp) > t, 10.0)
+            x, y, yaw, t = self._pose()
+        self._drive(0.0, 0.0)
+        (handle.succeed if path else handle.abort)()
         return NavigateToPose.Result()
 
 
-def test_policy_goals_go_to_navigate_to_pose(tmp_path):
+def _send(action, goal):
+    done = threading.Event()
+    fut = action.send_goal_async(goal)
+    fut.add_done_callback(lambda f: done.set())
+    assert done.wait(30)
+    return fut.result()
+
+
+def _result(handle, timeout=300):
+    done = threading.Event()
+    rf = handle.get_result_async()
+    rf.add_done_callback(lambda f: done.set())
+    assert done.wait(timeout)
+    return rf.result()
+
+
+def test_policy_goals_go_to_navigate_to_pose_in_continuous_time(tmp_path):
     lib_dir = tmp_path / "motions"
     build(lib_dir, seed=0, log=lambda s: None, ag_performers=1, ag_takes=1, oc_performances=5, oc_performers=1, dyadic=0)
     mid = sorted(i for i, e in Library(lib_dir).entries.items() if e["action"] == "standing")[0]
     humans = [{"id": "target", "x": 8.5, "y": 4.2, "yaw": math.pi, "appearance": 0, "is_target": True,
                "motion_id": mid, "phase": 0.3}]  # in the kitchen, out of view: the policy must search
-    with GraphProcesses("bench", nodes=("bridge", "nav"), args={"mode": "lockstep"}, log_dir=tmp_path / "logs",
-                        extra_params={"bridge": {"motion_library": str(lib_dir)}, "nav": {"use_nav2": True}}) as g:
+    logs = tmp_path / "logs"
+    with GraphProcesses("bench", nodes=("bridge", "nav"), args={"execution": "nav2"}, log_dir=logs,
+                        extra_params={"bridge": {"motion_library": str(lib_dir)}}) as g:
         ensure_loopback(g.domain_id)
         rclpy.init()
-        client = BridgeClient("nav2_test_client", topics=("rgb",))
+        client = BridgeClient("nav2_test_client", topics=("rgb", "tf", "map"))
         fake = FakeNav2(client)
         executor = MultiThreadedExecutor(num_threads=3)
         executor.add_node(fake)
@@ -80,25 +127,42 @@ def test_policy_goals_go_to_navigate_to_pose(tmp_path):
         spin.start()
         try:
             client.wait_for_bridge(90)
-            assert client.load("test_apartment", 1.5, 2.5, 1.57, humans=humans).success
             acquire = ActionClient(client.node, AcquireObservation, "/affectsim/acquire_observation")
             assert acquire.wait_for_server(60)
-            done = threading.Event()
-            fut = acquire.send_goal_async(AcquireObservation.Goal(episode_id="n2", clip_frames=4, max_actions=60))
-            fut.add_done_callback(lambda f: done.set())
-            assert done.wait(30)
-            rdone = threading.Event()
-            rf = fut.result().get_result_async()
-            rf.add_done_callback(lambda f: rdone.set())
-            assert rdone.wait(300), (tmp_path / "logs" / "nav.log").read_text()
-            res = rf.result().result
+            # a cancel while Nav2 drives cancels its goal too
+            assert client.load("test_apartment", 1.5, 2.5, 1.57, humans=humans).success
+            first = _send(acquire, AcquireObservation.Goal(episode_id="c", clip_frames=4, max_actions=60))
+            deadline = time.monotonic() + 120
+            while not fake.goals and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert fake.goals, (logs / "nav.log").read_text()
+            first.cancel_goal_async()
+            assert _result(first).status == GoalStatus.STATUS_CANCELED
+            deadline = time.monotonic() + 30
+            while fake.cancelled < 1 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert fake.cancelled == 1
+            # a newer goal preempts a running one, whose Nav2 goal is cancelled; the newer one runs to its end
+            assert client.load("test_apartment", 1.5, 2.5, 1.57, humans=humans).success
+            n_goals = len(fake.goals)
+            old = _send(acquire, AcquireObservation.Goal(episode_id="p", clip_frames=4, max_actions=60))
+            while len(fake.goals) == n_goals and time.monotonic() < deadline + 120:
+                time.sleep(0.05)
+            new = _send(acquire, AcquireObservation.Goal(episode_id="n2", clip_frames=4, max_actions=60))
+            preempted = _result(old)
+            assert preempted.status == GoalStatus.STATUS_ABORTED and "preempted" in preempted.result.message
+            deadline = time.monotonic() + 30
+            while fake.cancelled < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert fake.cancelled == 2
+            res = _result(new).result
         finally:
             executor.shutdown()
             client.close()
             rclpy.shutdown()
-    assert res.outcome in ("handoff", "budget_exhausted"), res.message
-    assert fake.goals, "no NavigateToPose goal was sent"
+    log = (logs / "nav.log").read_text()
+    assert res.outcome in ("handoff", "budget_exhausted"), (res.message, log)
     assert all(frame == "map" for frame, _, _ in fake.goals)
-    assert res.planner_calls == len(fake.goals)  # one counted planner call per goal, as in built-in mode
-    assert res.path_length > 0.5  # the robot moved under the external navigator
+    assert res.planner_calls >= 1 and res.path_length > 0.5, log  # the robot moved under the external navigator
     assert res.attempted_translations <= res.actions  # Nav2 steps are not primitive translations
+    assert "service calls: load_world=2, apply_action=0, render_views=0" in (logs / "bridge.log").read_text()

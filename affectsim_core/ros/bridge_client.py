@@ -38,10 +38,22 @@ TOPICS: dict[str, tuple[str, type]] = {key: (NAMES[key], typ) for key, typ in (
 LATCHED = {"tf_static": (NAMES["tf_static"], TFMessage), "map": (NAMES["map"], OccupancyGrid)}  # transient local
 
 
+def _stamp_of(msg: Any) -> float | None:
+    """A message's stamp (s): its header's, a TF message's first transform's, a clock's; None otherwise."""
+    if hasattr(msg, "header"):
+        return from_time(msg.header.stamp)
+    if isinstance(msg, TFMessage):
+        return from_time(msg.transforms[0].header.stamp) if msg.transforms else None
+    if isinstance(msg, Clock):
+        return from_time(msg.clock)
+    return None
+
+
 class BridgeClient:
     def __init__(self, name: str = "affectsim_client", topics: tuple[str, ...] = ("rgb", "depth"),
-                 keep: int = 50) -> None:
-        """Subscribe to ``topics`` (keys of TOPICS and LATCHED); fewer topics keep the client fast."""
+                 keep: int = 50, services: bool = True) -> None:
+        """Subscribe to ``topics`` (keys of TOPICS and LATCHED); fewer topics keep the client fast.
+        ``services=False``: the robot's topics only, no client of the bridge's services (a real robot)."""
         unknown = set(topics) - set(TOPICS) - set(LATCHED)
         if unknown:
             raise KeyError(f"unknown topic keys {sorted(unknown)}; known: {sorted([*TOPICS, *LATCHED])}")
@@ -54,8 +66,9 @@ class BridgeClient:
             topic, typ = TOPICS[key] if key in TOPICS else LATCHED[key]
             qos = rel if key in TOPICS else latched
             self.node.create_subscription(typ, topic, lambda m, k=key: self._store(k, m), qos)
-        self._load = self.node.create_client(LoadWorld, SERVICES["load_world"])
-        self._step = self.node.create_client(ApplyAction, SERVICES["apply_action"])
+        if services:
+            self._load = self.node.create_client(LoadWorld, SERVICES["load_world"])
+            self._step = self.node.create_client(ApplyAction, SERVICES["apply_action"])
         self._ids = calls.request_ids()
         self._executor = EventsExecutor()  # C++ event loop: keeps up with 15 Hz RGB-D where the Python one lags
         self._executor.add_node(self.node)
@@ -70,9 +83,17 @@ class BridgeClient:
         except ExternalShutdownException:  # rclpy.shutdown() while spinning: just stop
             pass
 
+    @property
+    def lock(self) -> threading.Condition:
+        """Held while reading :attr:`msgs` directly (the spinner appends to them)."""
+        return self._cv
+
     def _store(self, key: str, msg: Any) -> None:
         with self._cv:
-            self.msgs[key].append(msg)
+            q, t = self.msgs[key], _stamp_of(msg)
+            if q and t is not None and (last := _stamp_of(q[-1])) is not None and t < last - 1e-9:
+                q.clear()  # time went back (the bridge loaded a world): older messages are of another episode
+            q.append(msg)
             self._cv.notify_all()
 
     # ------------------------------------------------------------------ waits

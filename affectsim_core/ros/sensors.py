@@ -3,6 +3,9 @@
 One head-camera frame (RGB, registered depth, camera info) with the TF tree of the same instant
 (``/tf_static`` and one ``/tf`` message: ``map -> odom -> base_link -> ... -> optical frame``).
 The nav node's policies and the perception node's person positions both see the world this way.
+Both depth encodings of REP-118 are accepted: ``32FC1`` metres (the simulator, the Fetch's
+``/head_camera/depth/image``) and ``16UC1`` millimetres (the Fetch's ``.../image_raw``; 0 = no
+return); colour as ``rgb8`` or ``bgr8``. Any other encoding is refused, naming it.
 """
 
 from __future__ import annotations
@@ -12,6 +15,9 @@ import math
 from sensor_msgs.msg import CameraInfo, Image
 from tf2_msgs.msg import TFMessage
 
+import numpy as np
+
+from affectsim_core.errors import InvalidInput
 from affectsim_core.observation import Observation
 from affectsim_core.ros import tf_tree
 from affectsim_core.ros.conversions import from_time, image_to_array
@@ -26,5 +32,29 @@ def observation_from_msgs(rgb: Image, depth: Image, info: CameraInfo, tf_static:
     base = tf_tree.lookup(tree, "map", "base_link")
     yaw = math.atan2(base.rotation[1, 0], base.rotation[0, 0])
     k = info.k
-    return Observation.make(image_to_array(rgb), image_to_array(depth), (k[0], k[4], k[2], k[5]), cam.matrix(),
+    return Observation.make(rgb_array(rgb), depth_metres(depth), (k[0], k[4], k[2], k[5]), cam.matrix(),
                             (base.translation[0], base.translation[1], yaw), from_time(rgb.header.stamp), step)
+
+
+DEPTH_ENCODINGS = ("32FC1", "16UC1")
+RGB_ENCODINGS = ("rgb8", "bgr8")
+
+
+def depth_metres(msg: Image) -> np.ndarray:
+    """(H, W) float32 depth in metres, NaN where the sensor has no return (REP-118)."""
+    if msg.encoding not in DEPTH_ENCODINGS:
+        raise InvalidInput("depth encoding", msg.encoding, f"one of {DEPTH_ENCODINGS} (REP-118)")
+    arr = image_to_array(msg)
+    if msg.encoding == "32FC1":
+        return arr
+    out = arr.astype(np.float32) / 1000.0
+    out[arr == 0] = np.nan
+    return out
+
+
+def rgb_array(msg: Image) -> np.ndarray:
+    """(H, W, 3) uint8 RGB from an ``rgb8`` or ``bgr8`` image."""
+    if msg.encoding not in RGB_ENCODINGS:
+        raise InvalidInput("colour encoding", msg.encoding, f"one of {RGB_ENCODINGS}")
+    arr = image_to_array(msg)
+    return arr if msg.encoding == "rgb8" else arr[..., ::-1]

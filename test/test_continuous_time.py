@@ -1,0 +1,119 @@
+"""Continuous time: the cmd_vel executor against the free-running bridge, and a robot stand-in (the
+bridge publishing a robot's topics, its services unused) under the robot graph."""
+
+import math
+import threading
+
+import numpy as np
+import pytest
+import rclpy
+from geometry_msgs.msg import Twist
+from rclpy.action import ActionClient
+
+from affectsim_bridge.humans.library import Library, build
+from affectsim_core.actions import Action
+from affectsim_core.protocol import FORWARD_M, STEP_SECONDS, TURN_RAD
+from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.conversions import from_time
+from affectsim_core.ros.env import ensure_loopback
+from affectsim_core.ros.topics import SERVICES
+from affectsim_interfaces.action import AcquireObservation
+from affectsim_nav.base_control import BaseLimits
+from affectsim_nav.ros_world import CMD_VEL_TOPICS, CmdVelWorld
+from affectsim_ros.launcher import GraphProcesses
+
+SCENE = "test_apartment"
+CAMERA_PERIOD = 1.0 / 15.0  # s, the bridge's free-run camera rate
+
+
+def _publisher(client: BridgeClient):
+    pub = client.node.create_publisher(Twist, "/cmd_vel", 10)
+
+    def publish(v: float, w: float) -> None:
+        msg = Twist()
+        msg.linear.x, msg.angular.z = float(v), float(w)
+        pub.publish(msg)
+
+    return publish
+
+
+def test_cmd_vel_executor_drives_the_free_running_bridge(tmp_path):
+    with GraphProcesses("bench", nodes=("bridge",), args={"mode": "free_run"}, log_dir=tmp_path) as g:
+        ensure_loopback(g.domain_id)
+        rclpy.init()
+        client = BridgeClient("cmd_vel_test", topics=CMD_VEL_TOPICS)
+        try:
+            client.wait_for_bridge(90)
+            assert client.load(SCENE, 1.5, 2.5, 0.0).success
+            world = CmdVelWorld(client, _publisher(client), BaseLimits(), 0.3, timeout=30.0)
+            res = world.apply(Action.FORWARD)  # within 3 cm: a command acts until the next one (latency)
+            assert res.ending == "done" and not res.clipped
+            assert abs(res.distance_m - FORWARD_M) <= 0.03 and abs(res.pose.x - (1.5 + FORWARD_M)) < 0.03, res
+            assert abs(res.pose.y - 2.5) < 0.01, res
+            t = res.sim_time
+            res = world.apply(Action.TURN_LEFT)
+            assert res.ending == "done" and abs(res.pose.yaw - TURN_RAD) <= math.radians(3), res
+            assert res.sim_time > t  # continuous time: the turn took sim time of its own
+            t = res.sim_time
+            res = world.apply(Action.STOP)
+            assert res.ending == "done" and STEP_SECONDS - 1e-6 <= res.sim_time - t <= STEP_SECONDS + 2 * CAMERA_PERIOD
+            obs = world.observe(3)
+            assert obs.stamp == res.sim_time and obs.pose == pytest.approx((res.pose.x, res.pose.y, res.pose.yaw))
+            # facing the west wall 0.35 m away (0.05 m from the front edge): inside the safety distance, no motion
+            assert client.load(SCENE, 0.85, 2.5, math.pi).success
+            world = CmdVelWorld(client, _publisher(client), BaseLimits(), 0.3, timeout=30.0)
+            res = world.apply(Action.FORWARD)
+            assert res.ending == "blocked" and res.clipped and res.distance_m < 0.02, res
+            g.stop()  # the robot goes away: the next action ends naming the missing odometry, within its timeout
+            world.timeout = 2.0
+            with pytest.raises(TimeoutError, match="no odometry on /odom"):
+                world.apply(Action.FORWARD)
+        finally:
+            client.close()
+            rclpy.shutdown()
+
+
+def test_a_robot_stand_in_acquires_through_the_robots_own_topics_only(tmp_path):
+    """The bridge in free_run without ground truth, its depth remapped to the Fetch's other depth topic;
+    ``affectsim launch robot`` (nav + perception, cmd_vel) on top, remapped the same way."""
+    lib_dir = tmp_path / "motions"
+    build(lib_dir, seed=0, log=lambda s: None, ag_performers=1, ag_takes=1, oc_performances=5, oc_performers=1,
+          dyadic=0)
+    mid = sorted(i for i, e in Library(lib_dir).entries.items() if e["action"] == "standing")[0]
+    person = {"id": "target", "x": 4.0, "y": 2.8, "yaw": math.pi, "appearance": 0, "is_target": True,
+              "motion_id": mid, "phase": 0.3}
+    remap = {"depth_topic": "/head_camera/depth/image"}
+    logs = tmp_path / "logs"
+    with GraphProcesses("bench", nodes=("bridge",), args={"mode": "free_run", **remap}, log_dir=logs / "sim",
+                        extra_params={"bridge": {"motion_library": str(lib_dir), "publish_ground_truth": False}}) as sim:
+        ensure_loopback(sim.domain_id)
+        rclpy.init()
+        client = BridgeClient("stand_in_test", topics=("rgb",))
+        try:
+            client.wait_for_bridge(90)
+            assert client.load(SCENE, 1.5, 2.5, 0.0, humans=[person]).success  # the experimenter sets the scene
+            with GraphProcesses("robot", args=remap, domain_id=sim.domain_id, log_dir=logs / "robot") as robot:
+                acquire = ActionClient(client.node, AcquireObservation, SERVICES["acquire_observation"])
+                assert acquire.wait_for_server(90), (logs / "robot" / "nav.log").read_text()
+                done = threading.Event()
+                fut = acquire.send_goal_async(AcquireObservation.Goal(episode_id="stand_in", clip_frames=12,
+                                                                      max_actions=80))
+                fut.add_done_callback(lambda f: done.set())
+                assert done.wait(60)
+                got = threading.Event()
+                result = fut.result().get_result_async()
+                result.add_done_callback(lambda f: got.set())
+                assert got.wait(300), (logs / "robot" / "nav.log").read_text()
+                res = result.result().result
+                assert robot.poll() == {"nav": None, "perception": None}
+        finally:
+            client.close()
+            rclpy.shutdown()
+    nav_log = (logs / "robot" / "nav.log").read_text()
+    assert res.outcome == "handoff", (res.message, nav_log)
+    stamps = np.array([from_time(t) for t in res.clip_stamps])
+    gaps = np.diff(stamps)  # the clip sampled from the 15 Hz stream at the protocol's 4 Hz times
+    assert len(stamps) == 12 and np.all(np.abs(gaps - STEP_SECONDS) <= CAMERA_PERIOD + 1e-6), stamps
+    assert len(res.clip_frames) == 8 and "execution=cmd_vel" in nav_log
+    bridge_log = (logs / "sim" / "bridge.log").read_text()
+    assert "service calls: load_world=1, apply_action=0, render_views=0" in bridge_log, bridge_log

@@ -1,0 +1,65 @@
+"""What a real robot sends and how the robot graph is launched: both REP-118 depth encodings, colour
+encodings, execution modes and topic remappings (ROS message types, no running graph)."""
+
+import math
+import py_compile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from affectsim_core.errors import InvalidInput
+from affectsim_core.ros.conversions import image_msg, to_time
+from affectsim_core.ros.sensors import depth_metres, rgb_array
+from affectsim_ros.graph import GRAPHS, launch_remaps, validate_launch_args
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_depth_in_millimetres_and_metres_gives_the_same_metres():
+    mm = np.array([[0, 1000], [2500, 65535]], np.uint16)  # 0: no return
+    raw = image_msg(mm, "16UC1", "cam", to_time(0.0))
+    metres = depth_metres(raw)
+    assert metres.dtype == np.float32 and math.isnan(metres[0, 0])
+    assert metres[0, 1] == pytest.approx(1.0) and metres[1, 0] == pytest.approx(2.5)
+    f = np.array([[np.nan, 1.0], [2.5, 65.535]], np.float32)
+    assert np.array_equal(depth_metres(image_msg(f, "32FC1", "cam", to_time(0.0))), f, equal_nan=True)
+    bad = image_msg(np.zeros((2, 2), np.uint8), "mono8", "cam", to_time(0.0))
+    with pytest.raises(InvalidInput, match=r"depth encoding='mono8' is invalid; expected one of \('32FC1', '16UC1'\)"):
+        depth_metres(bad)
+
+
+def test_bgr_frames_are_turned_into_rgb_and_other_encodings_named():
+    rgb = np.zeros((2, 3, 3), np.uint8)
+    rgb[..., 0] = 200  # red
+    bgr = image_msg(rgb[..., ::-1], "bgr8", "cam", to_time(0.0))
+    assert np.array_equal(rgb_array(bgr), rgb)
+    with pytest.raises(InvalidInput, match="colour encoding='mono8'"):
+        rgb_array(image_msg(np.zeros((2, 2), np.uint8), "mono8", "cam", to_time(0.0)))
+
+
+def test_execution_and_mode_agree_or_the_launch_is_refused():
+    assert validate_launch_args({"mode": "free_run"})["nav"] == {"execution": "cmd_vel"}  # one follows the other
+    assert validate_launch_args({"execution": "nav2"})["bridge"] == {"mode": "free_run"}
+    with pytest.raises(InvalidInput, match="launch argument execution='cmd_vel' is invalid; expected lockstep"):
+        validate_launch_args({"mode": "lockstep", "execution": "cmd_vel"})
+    with pytest.raises(InvalidInput, match="launch argument execution='lockstep' is invalid; expected cmd_vel or nav2"):
+        validate_launch_args({"mode": "free_run", "execution": "lockstep"})
+    robot = validate_launch_args({}, "robot")  # no bridge: continuous time by default
+    assert robot["nav"]["execution"] == "cmd_vel" and "bridge" not in robot
+    assert [s.name for s in GRAPHS["robot"]] == ["nav", "perception"]
+
+
+def test_topic_remappings():
+    assert launch_remaps({"depth_topic": "/head_camera/depth/image", "scan_topic": "/base_scan"}) == [
+        ("/head_camera/depth_registered/image_raw", "/head_camera/depth/image")]  # the default name: no rule
+    assert "depth_topic" not in str(validate_launch_args({"depth_topic": "/x"}))  # a remapping, not a parameter
+    with pytest.raises(InvalidInput, match="launch argument scan_topic='scan' is invalid; expected an absolute topic"):
+        validate_launch_args({"scan_topic": "scan"})
+
+
+def test_robot_launch_file_compiles_and_uses_the_shared_graph():
+    path = ROOT / "launch" / "robot.launch.py"
+    py_compile.compile(str(path), doraise=True)
+    text = path.read_text()
+    assert 'GRAPHS["robot"]' in text and "validate_launch_args" in text and "launch_remaps" in text
