@@ -8,6 +8,14 @@ Topic in: /cmd_vel (free-running mode). Services: /affectsim/load_world, /affect
 Modes: ``lockstep`` (each discrete action advances sim time 0.25 s, then one set of sensor
 messages is published) and ``free_run`` (sim time advances in ``sim_dt`` ticks paced to
 ``real_time_factor``; camera and laser publish at their rates in sim time).
+
+Noise (:mod:`affectsim_bridge.noise`, parameters ``noise_*``, all off by default, reseeded by every
+load_world with its ``noise_seed``): depth and RGB noise on the published head-camera images, laser noise
+on /base_scan, odometry drift on /odom and the odom -> base_link TF (map -> odom stays the start pose, so
+map -> base_link carries the drift, like a robot whose localisation is off), actuation noise on each
+lockstep action's realised motion, camera latency (free_run only: a frame captured at t is published at
+t + latency, stamped t). Ground truth (/affectsim/ground_truth/*, the apply_action reply's pose) and
+RenderViews stay noise-free.
 All simulator work runs on one :class:`WorldThread` (EGL renderers are thread-bound).
 """
 
@@ -20,6 +28,7 @@ from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 from geometry_msgs.msg import PoseArray, PoseStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -33,6 +42,7 @@ from affectsim_bridge import fetch_model
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
 from affectsim_bridge.backends.base import HumanPlacement, LaserSpec, RobotConfig
 from affectsim_bridge.humans.library import DEFAULT_DIR, Library
+from affectsim_bridge.noise import SEED_KEY, NoiseSet, config_params
 from affectsim_bridge.scene import load_scene
 from affectsim_bridge.views import View, render_views
 from affectsim_bridge.world_thread import WorldThread
@@ -40,7 +50,7 @@ from affectsim_core.actions import Action
 from affectsim_core.camera import FETCH_HEAD_HEIGHT, FETCH_HEAD_VFOV_DEG, FETCH_HEAD_WIDTH, CameraIntrinsics
 from affectsim_core.errors import AffectSimError, InvalidInput
 from affectsim_core.geometry import Pose2D, Transform
-from affectsim_core.protocol import MODES, STEP_SECONDS, TURN_RAD
+from affectsim_core.protocol import FORWARD_M, MODES, STEP_SECONDS, TURN_RAD
 from affectsim_core.ros import conversions as cv
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES, TOPICS
@@ -53,6 +63,14 @@ MAX_VIEWS = 512  # views of one RenderViews request
 MAX_VIEW_SIZE = 4096  # px, side of RenderViews' resized frames
 RENDER_BUDGET_BYTES = 256 * 2 ** 20  # frames of one RenderViews reply (views x width x height x 3)
 ANSWERED_KEEP = 32  # recent replies kept per service for repeated request ids
+
+NOISE_PARAMS: tuple[Param, ...] = (  # derived from the noise-model registry (affectsim_bridge.noise)
+    Param(SEED_KEY, 0, "noise seed of the start scene (load_world requests carry their own noise_seed)",
+          bounds=(0, 2 ** 32 - 1)),
+    *(Param(key, default, description, bounds=bounds) for key, default, bounds, description in config_params()),
+)
+NOISE_FREE_RUN_ONLY = ("latency",)  # lockstep publishes the frame of each action's end: no delay to model
+NOISE_LOCKSTEP_ONLY = ("actuation",)  # free_run moves by /cmd_vel, which the nav node closes on /odom
 
 PARAMS: tuple[Param, ...] = (
     Param("backend", DEFAULT_BACKEND, "simulator backend", choices=BACKENDS.names),
@@ -80,7 +98,22 @@ PARAMS: tuple[Param, ...] = (
     Param("cmd_vel_timeout", 0.5, "free_run: stop when no /cmd_vel for this long (sim s)", bounds=(0.05, 10.0)),
     Param("publish_ground_truth", True, "publish privileged /affectsim/ground_truth/* topics"),
     Param("motion_library", "", "motion library directory for people's motion_id (empty: data/motions of the source tree)"),
+    *NOISE_PARAMS,
 )
+
+
+def noise_set(p: dict[str, object]) -> NoiseSet:
+    """The noise models the parameters ``p`` enable; :class:`InvalidInput` naming the parameter when one is
+    out of range or a model is enabled in a mode it does not apply to."""
+    noise = NoiseSet.from_config(p, seed=int(p[SEED_KEY]))
+    mode = p["mode"]
+    for names, needs in ((NOISE_FREE_RUN_ONLY, "free_run"), (NOISE_LOCKSTEP_ONLY, "lockstep")):
+        for name in names:
+            if name in noise and mode != needs:
+                raise InvalidInput(f"parameter noise_{name}_enabled", True,
+                                   f"false with mode={mode} (the {name} noise model applies in mode {needs} "
+                                   "only; docs/noise.md)", where="bridge")
+    return noise
 
 
 class BridgeNode(Node):
@@ -89,6 +122,7 @@ class BridgeNode(Node):
     def __init__(self) -> None:
         super().__init__("bridge")
         self.p = declare_params(self, PARAMS)
+        self.noise = noise_set(self.p)  # before the simulator starts: a bad noise parameter stops the node now
         k = CameraIntrinsics.from_vfov(self.p["camera_width"], self.p["camera_height"],
                                        math.radians(self.p["camera_vfov_deg"]))
         robot = RobotConfig(radius=self.p["robot_radius"], torso_lift=self.p["torso_lift"],
@@ -131,7 +165,7 @@ class BridgeNode(Node):
         self.create_subscription(Twist, TOPICS["cmd_vel"], self._on_cmd_vel, 10, callback_group=step_group)
 
         start = Pose2D(self.p["robot_x"], self.p["robot_y"], self.p["robot_yaw"])
-        self.world.call(lambda: self._load(self.p["scene"], start, ()), timeout=120.0)
+        self.world.call(lambda: self._load(self.p["scene"], start, (), int(self.p[SEED_KEY])), timeout=120.0)
         if self.p["mode"] == "free_run":
             self.world.set_free_run(self._tick, self.p["real_time_factor"])
         self.get_logger().info(
@@ -140,11 +174,12 @@ class BridgeNode(Node):
         )
 
     # ------------------------------------------------------------------ world-thread work
-    def _load(self, scene_ref: str, pose: Pose2D, humans: tuple[HumanPlacement, ...]) -> float:
+    def _load(self, scene_ref: str, pose: Pose2D, humans: tuple[HumanPlacement, ...], noise_seed: int) -> float:
         scene = load_scene(scene_ref)
         if self.backend.scene is not None and self.backend.scene.source == scene.source:
             scene = self.backend.scene  # same file: keep the compiled world and navigable space
         self.backend.load(scene, pose, humans)
+        self.noise.reseed(noise_seed)  # a new episode: its noise, a fresh odometry estimate, no queued frames
         self._map_odom = Transform.from_pose2d(pose)  # odometry starts at zero, like a robot at boot
         self._cmd = (0.0, 0.0, -math.inf)
         self._next = {"camera": 0.0, "scan": 0.0, "odom": 0.0}
@@ -189,12 +224,16 @@ class BridgeNode(Node):
         self.pub["clock"].publish(Clock(clock=stamp))
         if odom:
             odom_pose = self._map_odom.inverse().compose(Transform.from_pose2d(b.pose))
+            yaw = math.atan2(odom_pose.rotation[1, 0], odom_pose.rotation[0, 0])
+            odom_2d = Pose2D(odom_pose.translation[0], odom_pose.translation[1], yaw)
+            if "odometry" in self.noise:  # the estimate drifts from the true pose in odom
+                odom_2d = self.noise.odometry(odom_2d)
+                odom_pose = Transform.from_pose2d(odom_2d)
             msg = Odometry()
             msg.header.stamp = stamp
             msg.header.frame_id = "odom"
             msg.child_frame_id = "base_link"
-            yaw = math.atan2(odom_pose.rotation[1, 0], odom_pose.rotation[0, 0])
-            msg.pose.pose = cv.pose_msg(Pose2D(odom_pose.translation[0], odom_pose.translation[1], yaw))
+            msg.pose.pose = cv.pose_msg(odom_2d)
             msg.twist.twist.linear.x, msg.twist.twist.angular.z = self._last_twist
             self.pub["odom"].publish(msg)
             links = b.link_transforms()
@@ -214,15 +253,31 @@ class BridgeNode(Node):
                 arr.poses = [cv.pose_msg(Pose2D(p[0], p[1], r[0]), z=p[2]) for p, r, _ in roots]
                 self.pub["gt_humans"].publish(arr)
         if scan:
-            ranges = b.laser_scan(self.laser)
+            ranges = self.noise.apply_laser(b.laser_scan(self.laser), self.laser.range_min, self.laser.range_max)
             self.pub["scan"].publish(cv.laser_msg(ranges, self.laser, "laser_link", stamp, 1.0 / self.p["scan_rate_hz"]))
+        latency = self.noise.get("latency")
         if camera:
             frame = b.render_head_camera()
-            info = cv.camera_info_msg(frame.intrinsics, OPTICAL_FRAME, stamp)
-            self.pub["rgb_info"].publish(info)
-            self.pub["depth_info"].publish(info)
-            self.pub["rgb"].publish(cv.image_msg(frame.rgb, "rgb8", OPTICAL_FRAME, stamp))
-            self.pub["depth"].publish(cv.image_msg(frame.depth, "32FC1", OPTICAL_FRAME, stamp))
+            k = frame.intrinsics
+            rgb, depth = frame.rgb, self.noise.apply_depth(frame.depth, k.fx)
+            if "rgb" in self.noise:  # the base's yaw rate, seen in the optical frame
+                w = max(-b.robot.max_angular, min(b.robot.max_angular, self._last_twist[1]))
+                rgb = self.noise.apply_rgb(rgb, frame.pose.rotation.T @ np.array([0.0, 0.0, w]), k.fx, k.fy)
+            if latency is None:
+                self._publish_camera(rgb, depth, k, stamp)
+            else:
+                latency.push(b.sim_time, (rgb, depth, k))  # type: ignore[attr-defined]
+        if latency is not None:
+            for t_capture, (rgb, depth, k) in latency.due(b.sim_time):  # type: ignore[attr-defined]
+                self._publish_camera(rgb, depth, k, cv.to_time(t_capture))
+
+    def _publish_camera(self, rgb: np.ndarray, depth: np.ndarray, k: CameraIntrinsics, stamp) -> None:
+        """One head-camera frame: RGB, depth (metres) and their camera info, stamped ``stamp`` (capture time)."""
+        info = cv.camera_info_msg(k, OPTICAL_FRAME, stamp)
+        self.pub["rgb_info"].publish(info)
+        self.pub["depth_info"].publish(info)
+        self.pub["rgb"].publish(cv.image_msg(rgb, "rgb8", OPTICAL_FRAME, stamp))
+        self.pub["depth"].publish(cv.image_msg(depth, "32FC1", OPTICAL_FRAME, stamp))
 
     # ------------------------------------------------------------------ ROS callbacks
     def _guarded(self, service: str, fn: Callable, req, res):
@@ -279,7 +334,7 @@ class BridgeNode(Node):
         humans = tuple(HumanPlacement(h.id, h.x, h.y, h.yaw, h.appearance, h.is_target,
                                       motion=self._motion(h.motion_id) if h.motion_id else None, phase=h.phase)
                        for h in req.humans)
-        t = self.world.call(lambda: self._load(req.scene, pose, humans), timeout=120.0)
+        t = self.world.call(lambda: self._load(req.scene, pose, humans, int(req.noise_seed)), timeout=120.0)
         res.success, res.message, res.stamp = True, f"loaded {req.scene}", cv.to_time(t)
 
     def _motion(self, motion_id: str):
@@ -303,8 +358,12 @@ class BridgeNode(Node):
 
         def step():
             action = Action(req.action)
-            r = self.backend.apply_action(action)
             turn = {Action.TURN_LEFT: TURN_RAD, Action.TURN_RIGHT: -TURN_RAD}.get(action, 0.0)
+            realised = None
+            if "actuation" in self.noise:  # the motion the base really makes, clipped by navigable space
+                realised = self.noise.realise(FORWARD_M if action == Action.FORWARD else 0.0, turn)
+                turn = realised[1]
+            r = self.backend.apply_action(action, realised=realised)
             self._last_twist = (r.distance_m / STEP_SECONDS, turn / STEP_SECONDS)
             self._publish_all(camera=True, scan=True)
             return r

@@ -118,6 +118,7 @@ class RosEvalWorld:
         req = LoadWorld.Request(scene=str(scene.source), robot_pose=Pose2DMsg(x=start.x, y=start.y, theta=start.yaw))
         req.humans = [HumanMsg(id=h.role, x=float(h.x), y=float(h.y), yaw=float(h.yaw), is_target=h.role == "target",
                                motion_id=h.motion_id, phase=float(h.phase)) for h in ep.humans]
+        req.noise_seed = int(ep.seed) % 2 ** 32  # the episode's noise (off by default); dataset seeds are crc32
         req.request_id = next(self._ids)
         self._service(self.load_cli, req, "load_world")
 

@@ -226,13 +226,17 @@ class SimulatorBackend(abc.ABC):
         """People as round obstacles for the base (x, y, radius :data:`PERSON_RADIUS_M`) at the current sim time."""
         return np.array([[*h.pose_at(self.sim_time)[0][:2], PERSON_RADIUS_M] for h in self.humans]).reshape(-1, 3)
 
-    def apply_action(self, action: Action | int) -> MoveResult:
-        """Apply one discrete action (lockstep): advances sim time by 0.25 s."""
+    def apply_action(self, action: Action | int, realised: tuple[float, float] | None = None) -> MoveResult:
+        """Apply one discrete action (lockstep): advances sim time by 0.25 s. ``realised`` (translation m
+        along the heading at mid-step, rotation rad) replaces the action's nominal motion (FORWARD_M, or
+        +-TURN_RAD) when given: actuation noise (:class:`affectsim_bridge.noise.ActuationNoise`)."""
         self._require_loaded()
         try:
             action = Action(int(action))
         except ValueError:
             raise InvalidInput("action", action, "0 STOP, 1 FORWARD, 2 TURN_LEFT or 3 TURN_RIGHT") from None
+        if realised is not None:
+            return self._move(*realised)
         clipped, dist = False, 0.0
         p = self.pose
         if action == Action.FORWARD:
@@ -244,6 +248,23 @@ class SimulatorBackend(abc.ABC):
         elif action in (Action.TURN_LEFT, Action.TURN_RIGHT):
             sign = 1.0 if action == Action.TURN_LEFT else -1.0
             self.pose = Pose2D(p.x, p.y, wrap_angle(p.yaw + sign * TURN_RAD))
+        self.sim_time += STEP_SECONDS
+        self._sync()
+        return MoveResult(self.pose, clipped, dist, self.sim_time)
+
+    def _move(self, translation: float, rotation: float) -> MoveResult:
+        """One lockstep step of ``translation`` m along the mid-step heading and ``rotation`` rad, clipped
+        by navigable space like a nominal action; advances sim time by 0.25 s."""
+        if not (math.isfinite(translation) and math.isfinite(rotation)):
+            raise InvalidInput("realised motion", (translation, rotation), "finite metres and radians")
+        p, clipped, end = self.pose, False, self.pose.xy
+        if translation != 0.0:
+            yaw_mid = p.yaw + 0.5 * rotation
+            target = p.xy + translation * np.array([math.cos(yaw_mid), math.sin(yaw_mid)])
+            res = self.navigable.try_step(p.xy, target, slide=self.robot.slide, discs=self._human_discs())
+            clipped, end = res.clipped, res.end
+        dist = float(np.linalg.norm(end - p.xy))
+        self.pose = Pose2D(float(end[0]), float(end[1]), wrap_angle(p.yaw + rotation))
         self.sim_time += STEP_SECONDS
         self._sync()
         return MoveResult(self.pose, clipped, dist, self.sim_time)

@@ -126,8 +126,11 @@ class BridgeClient:
         return calls.call(self._step, req, timeout, SERVICES["apply_action"])
 
     def load(self, scene: str, x: float, y: float, yaw: float, humans: list[dict] | None = None,
-             timeout: float = 120.0) -> LoadWorld.Response:
-        req = LoadWorld.Request(scene=scene, robot_pose=Pose2DMsg(x=float(x), y=float(y), theta=float(yaw)))
+             timeout: float = 120.0, noise_seed: int = 0) -> LoadWorld.Response:
+        """Load ``scene`` with the robot at (x, y, yaw) in ``map`` (m, rad) and ``humans`` (HumanPlacement
+        fields); ``noise_seed`` (0 .. 2^32 - 1) seeds the episode's noise models (docs/noise.md)."""
+        req = LoadWorld.Request(scene=scene, robot_pose=Pose2DMsg(x=float(x), y=float(y), theta=float(yaw)),
+                                noise_seed=int(noise_seed))
         req.humans = [HumanPlacement(**h) for h in (humans or [])]
         req.request_id = next(self._ids)
         return calls.call(self._load, req, timeout, SERVICES["load_world"])
