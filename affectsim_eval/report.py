@@ -21,13 +21,13 @@ from matplotlib.figure import Figure  # no pyplot: no global state, no display
 from PIL import Image
 
 from affectsim_bridge.navigable import NavigableSpace
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.scene import load_scene, resolve_scene_path
 from affectsim_core.atomic import staged_dir
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS, ESPL_RADII, SETTINGS
 from affectsim_core.record import EpisodeRecord
 from affectsim_eval.config import DATA_DIR
-from affectsim_eval.metrics import TABLE6_PAPER, compute_all, group_ogr, ogr
+from affectsim_eval.metrics import METRICS, TABLE6_PAPER, compute_all, group_ogr, ogr
 from affectsim_eval.store import ResultsStore
 
 REFERENCES = ("majority", "uniform")
@@ -53,15 +53,18 @@ def summarize(records: Sequence[EpisodeRecord]) -> dict:
         raise InvalidInput("records", 0, "at least one finished episode (run `affectsim eval` first)")
     names = records[0].recognizers
     models = [n for n in names if n not in REFERENCES]
-    m = compute_all(records)
+    settings = [x for x in SETTINGS if x in records[0].predictions[names[0]]]  # a robot has no P-Ref, P-Mon
+    has_ref = "p_ref" in settings
+    m = compute_all(records, [i for i in METRICS.names() if has_ref or i != "ogr"])
     f1 = m["macro_f1"]
-    group = {s: float(np.mean([f1[n][s] for n in models])) for s in SETTINGS} if models else {}
+    group = {s: float(np.mean([f1[n][s] for n in models])) for s in settings} if models else {}
     new = [r for r in records if not r.a_obs.fallback]
     fams = sorted({r.family for r in records})
     return {
-        "n": len(records), "recognizers": names, "models": models, "macro_f1": f1, "group": group,
-        "ogr": {n: ogr(f1[n]["p_init"], f1[n]["p_ref"], f1[n]["a_obs"]) for n in names},
-        "group_ogr": group_ogr([f1[n] for n in models]) if models else None,
+        "n": len(records), "recognizers": names, "models": models, "settings": settings, "macro_f1": f1,
+        "group": group,
+        "ogr": {n: ogr(f1[n]["p_init"], f1[n]["p_ref"], f1[n]["a_obs"]) if has_ref else None for n in names},
+        "group_ogr": group_ogr([f1[n] for n in models]) if models and has_ref else None,
         "new_obs": {"n": len(new), "macro_f1": compute_all(new, ["macro_f1"])["macro_f1"] if new else None},
         "recovery": m["recovery_rate"], "e_spl": {r: m[f"e_spl@{r}"] for r in ESPL_RADII},
         "table6": m["table6"], "recall": m["per_class_recall"],
@@ -77,19 +80,23 @@ def validity(s: dict) -> list[str]:
     if not g:
         return ["No trained recognizer in this run: the findings concern trained recognizers."]
     out = []
-    d = g["p_ref"] - g["p_init"]
-    out.append(f"- **P-Ref > P-Init** (observation quality matters): {'holds' if d > 0 else 'does not hold'} — "
-               f"{_pct(g['p_ref'])} vs {_pct(g['p_init'])} Macro-F1 ({100 * d:+.1f} points).")
-    d = g["p_mon"] - g["p_init"]
-    out.append(f"- **P-Mon ≈ P-Init** (a room monitor is no substitute): {'holds' if abs(d) < 0.03 else 'does not hold'} "
-               f"— {_pct(g['p_mon'])} vs {_pct(g['p_init'])} ({100 * d:+.1f} points; ≈ means within 3 points).")
+    if "p_ref" in g:
+        d = g["p_ref"] - g["p_init"]
+        out.append(f"- **P-Ref > P-Init** (observation quality matters): {'holds' if d > 0 else 'does not hold'} — "
+                   f"{_pct(g['p_ref'])} vs {_pct(g['p_init'])} Macro-F1 ({100 * d:+.1f} points).")
+    if "p_mon" in g:
+        d = g["p_mon"] - g["p_init"]
+        out.append(f"- **P-Mon ≈ P-Init** (a room monitor is no substitute): "
+                   f"{'holds' if abs(d) < 0.03 else 'does not hold'} — {_pct(g['p_mon'])} vs {_pct(g['p_init'])} "
+                   f"({100 * d:+.1f} points; ≈ means within 3 points).")
     d = g["a_obs"] - g["p_init"]
     out.append(f"- **A-Obs > P-Init** (the active policy recovers part of the gap): "
                f"{'holds' if d > 0 else 'does not hold'} — {_pct(g['a_obs'])} vs {_pct(g['p_init'])} "
                f"({100 * d:+.1f} points).")
     o = s["group_ogr"]
-    out.append(f"- **OGR** of the group means: {_pct(o)} % (paper: 32.0 % open-source, 20.1 % closed-source models)"
-               if o is not None else "- **OGR** is undefined here (P-Ref does not exceed P-Init).")
+    if "p_ref" in g:
+        out.append(f"- **OGR** of the group means: {_pct(o)} % (paper: 32.0 % open-source, 20.1 % closed-source "
+                   "models)" if o is not None else "- **OGR** is undefined here (P-Ref does not exceed P-Init).")
     return out
 
 
@@ -106,8 +113,8 @@ def render(s: dict, meta: dict, failures: list[tuple[str, str]], figures: dict[s
     for n in names + (["**group (trained)**"] if s["group"] else []):
         m = f1[n] if n in f1 else s["group"]
         o = s["ogr"].get(n) if n in f1 else s["group_ogr"]
-        rows.append([n] + [_pct(m[x]) for x in SETTINGS] + [f"{100 * (m['a_obs'] - m['p_init']):+.1f}", _pct(o)])
-    lines += [_table(["recognizer", "P-Init", "P-Ref", "P-Mon", "A-Obs", "Δgain", "OGR %"], rows), "",
+        rows.append([n] + [_pct(m[x]) for x in s["settings"]] + [f"{100 * (m['a_obs'] - m['p_init']):+.1f}", _pct(o)])
+    lines += [_table(["recognizer", *(NAMES[x] for x in s["settings"]), "Δgain", "OGR %"], rows), "",
               f"Paper (group means): open-source {PAPER['open-source']['p_init']} / {PAPER['open-source']['p_ref']} / "
               f"{PAPER['open-source']['a_obs']} (OGR 32.0 %), closed-source {PAPER['closed-source']['p_init']} / "
               f"{PAPER['closed-source']['p_ref']} / {PAPER['closed-source']['a_obs']} (OGR 20.1 %).", ""]
@@ -141,12 +148,13 @@ def render(s: dict, meta: dict, failures: list[tuple[str, str]], figures: dict[s
                       ["clipped moves (% of translations)", f"{t6['clipped_pct']:.1f}", f"{TABLE6_PAPER['clipped_pct']:.2f}"]]),
               ""]
     lines += ["## Per-class recall (Fig. 5a/b)", ""]
-    rows = [[n, NAMES[x]] + [_pct(s["recall"][n][x][e]) for e in EMOTIONS] for n in names for x in ("p_init", "p_ref", "a_obs")]
+    rows = [[n, NAMES[x]] + [_pct(s["recall"][n][x][e]) for e in EMOTIONS] for n in names
+            for x in ("p_init", "p_ref", "a_obs") if x in s["settings"]]
     lines += [_table(["recognizer", "setting", *EMOTIONS], rows), ""]
     lines += ["## Macro-F1 per episode family (Fig. 5c/d)", ""]
-    rows = [[f, s["family"][f]["n"], n] + [_pct(s["family"][f]["macro_f1"][n][x]) for x in SETTINGS]
+    rows = [[f, s["family"][f]["n"], n] + [_pct(s["family"][f]["macro_f1"][n][x]) for x in s["settings"]]
             for f in s["family"] for n in names]
-    lines += [_table(["family", "episodes", "recognizer", "P-Init", "P-Ref", "P-Mon", "A-Obs"], rows), ""]
+    lines += [_table(["family", "episodes", "recognizer", *(NAMES[x] for x in s["settings"])], rows), ""]
     if "maps" in figures:
         lines += ["## Example trajectories (Fig. 6)", "", f"![trajectories]({figures['maps']})", ""]
     if failures:
@@ -159,7 +167,7 @@ def _paired_figure(s: dict, path: Path) -> None:
     fig = Figure(figsize=(1.6 + 1.3 * len(names), 3.4))
     ax = fig.subplots()
     w = 0.2
-    for k, x in enumerate(SETTINGS):
+    for k, x in enumerate(s["settings"]):
         ax.bar(np.arange(len(names)) + (k - 1.5) * w, [100 * s["macro_f1"][n][x] for n in names], w, label=NAMES[x])
     ax.set_xticks(np.arange(len(names)), names, rotation=20)
     ax.set_ylabel("Macro-F1 (%)")
@@ -169,10 +177,19 @@ def _paired_figure(s: dict, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
+def _has_scene(scene_id: str, scenes_dir: Path) -> bool:
+    try:
+        resolve_scene_path(scene_id, scenes_dir)
+        return True
+    except InvalidInput:
+        return False
+
+
 def _maps_figure(records: Sequence[EpisodeRecord], run: Path, path: Path, scenes_dir: Path) -> bool:
     """Top-down maps (navigable space, trajectory, start, target) beside the P-Init | A-Obs frames of
     up to :data:`MAPS` episodes with a stable handoff (the longest paths first)."""
-    pick = [r for r in records if not r.a_obs.fallback and (run / "frames" / f"{r.episode_id}.jpg").is_file()]
+    pick = [r for r in records if not r.a_obs.fallback and (run / "frames" / f"{r.episode_id}.jpg").is_file()
+            and _has_scene(r.scene_id, scenes_dir)]  # a robot's episodes have no scene
     pick = sorted(pick, key=lambda r: (-r.a_obs.path_length, r.episode_id))[:MAPS]
     if not pick:
         return False

@@ -1,4 +1,4 @@
-"""Point-to-point motion delegated to Nav2's ``NavigateToPose`` action (``use_nav2: true``).
+"""Point-to-point motion delegated to Nav2's ``NavigateToPose`` action (``execution: nav2``).
 
 Used where a full ROS 2 install runs Nav2 (simulation in free-run mode, or the real robot). The
 policy keeps seeing observations while Nav2 drives and may preempt the goal at any step. The
@@ -22,9 +22,9 @@ class Nav2Mover:
 
     def __init__(self, node: Node, action_name: str = "navigate_to_pose", timeout: float = 10.0) -> None:
         try:
-            from nav2_msgs.action import NavigateToPose  # optional: only with use_nav2
+            from nav2_msgs.action import NavigateToPose  # optional: only with execution nav2
         except ImportError as exc:
-            raise MissingDependency("use_nav2", "nav2_msgs", "install Nav2 (ros-<distro>-navigation2) or run "
+            raise MissingDependency("execution=nav2", "nav2_msgs", "install Nav2 (ros-<distro>-navigation2) or run "
                                     "`make setup`, which builds its NavigateToPose type for tests") from exc
         self._type = NavigateToPose
         self.node = node

@@ -16,7 +16,7 @@ returned primitive action. ``Decision.handoff = True`` declares a stable handoff
 runner collects the recognition clip (twice the motion duration) while still applying the
 policy's actions, now outside the acquisition budget. ``Decision.goal`` asks for point-to-point
 motion to a map pose: the built-in follower turns it into primitive actions (or, in the nav node
-with ``use_nav2``, Nav2's ``NavigateToPose`` drives there) and the policy keeps being asked each
+with ``execution: nav2``, Nav2's ``NavigateToPose`` drives there) and the policy keeps being asked each
 step; it returns ``Decision.CONTINUE`` to keep going or any other decision to preempt the goal.
 """
 

@@ -10,6 +10,9 @@
   affectsim report RUN                                       RUN/report.md with the paper's tables and figures
   affectsim bench full [--episodes 12]                       full-protocol throughput, ROS graph vs in-process
   affectsim bench soak [--lockstep-minutes 30]               the stack under load and bad requests: failures, RSS
+  affectsim bench transfer [--episodes 60] [--repeats 2]     lockstep vs continuous time vs noisy: Tables 3 and 6
+  affectsim launch robot [execution:=cmd_vel] [*_topic:=..]  nav and perception on a robot's own topics
+  affectsim observe [--label EMOTION] [--out RUN]            one acquisition on the robot on the graph, stored
   affectsim train RECOGNIZER [--seed 0]                      train pose-temporal | rgb-clip | committee | majority
   affectsim scenes list                                      built-in scenes
   affectsim params write | check                             config/bench.yaml from the nodes' declarations
@@ -50,8 +53,10 @@ from affectsim_eval.runner import run_eval
 from affectsim_eval.train import SUBSET, TRAINABLE, train
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS
-from affectsim_ros import bench_full, bench_nav, bench_perception, bench_sim, bench_soak, launcher
+from affectsim_ros import bench_full, bench_nav, bench_perception, bench_sim, bench_soak, bench_transfer, launcher
+from affectsim_ros.graph import GRAPHS, launch_remaps, validate_launch_args
 from affectsim_ros.launcher import GraphProcesses
+from affectsim_ros.observe import observe
 from affectsim_ros.nodes import PARAMS_FILE, parameter_file_text
 from affectsim_ros.tour import run_tour
 
@@ -118,7 +123,27 @@ def _bench(ns: argparse.Namespace) -> int:
     if ns.what == "soak":
         res = bench_soak.run(Path(ns.out) if ns.out else None, ns.lockstep_minutes, ns.hostile_minutes)
         return 1 if res["failed"] or res["crashes"] else 0
-    raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav, perception, full, soak")
+    if ns.what == "transfer":
+        if ns.repeats < 1 or not 0.1 <= ns.real_time_factor <= 10.0:
+            raise InvalidInput("--repeats/--real-time-factor", (ns.repeats, ns.real_time_factor), ">= 1 and 0.1..10")
+        bench_transfer.run(Path(ns.out) if ns.out else None, ns.episodes if ns.episodes != 100 else 60, ns.repeats,
+                           ns.real_time_factor, ns.split, Path(ns.work) if ns.work else None,
+                           tuple(c for c in (ns.conditions or "").split(",") if c))
+        return 0
+    raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav, perception, full, soak, transfer")
+
+
+def _observe(ns: argparse.Namespace) -> int:
+    if ns.domain_id is not None:
+        ensure_loopback(ns.domain_id)
+    args = dict(item.split(":=", 1) for item in ns.args if ":=" in item)
+    bad = [item for item in ns.args if ":=" not in item or not item.split(":=", 1)[0].endswith("_topic")]
+    if bad:
+        raise InvalidInput("observe argument", bad[0], "a topic remapping NAME_topic:=/topic, as for launch robot")
+    validate_launch_args(args, "robot")
+    observe(ns.label, Path(ns.out) if ns.out else None, ns.episode_id or "", ns.clip_frames, ns.policy or "",
+            ns.target_description or "", ns.timeout, launch_remaps(args), ns.max_actions)
+    return 0
 
 
 def _eval(ns: argparse.Namespace) -> int:
@@ -278,10 +303,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="affectsim", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     la = sub.add_parser("launch", help="run a node graph (like ros2 launch) with DDS on loopback")
-    la.add_argument("graph", choices=["bench", "stack"],
+    la.add_argument("graph", choices=list(GRAPHS),
                     help="bench: the stack plus the evaluator (runs the benchmark, writes the report, exits); "
-                         "stack: bridge, nav and perception only")
-    la.add_argument("args", nargs="*", help="launch arguments name:=value (scene, mode, real_time_factor, backend)")
+                         "stack: bridge, nav and perception only; robot: nav and perception on a robot's own "
+                         "topics (no simulator; execution cmd_vel)")
+    la.add_argument("args", nargs="*", help="launch arguments name:=value (scene, mode, execution, real_time_factor, "
+                                            "backend, *_topic remappings, ...)")
     la.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: a fresh one per run)")
     la.add_argument("--params-file", default=None, help="YAML parameter file (default: config/bench.yaml)")
     la.set_defaults(fn=_launch)
@@ -295,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="motion library for the people in the scene (static people if not built)")
     to.set_defaults(fn=_tour)
     be = sub.add_parser("bench", help="benchmarks that print measured ratios")
-    be.add_argument("what", choices=["sim", "nav", "perception", "full", "soak"])
+    be.add_argument("what", choices=["sim", "nav", "perception", "full", "soak", "transfer"])
     be.add_argument("--out", default=None, help="write results as JSON")
     be.add_argument("--episodes", type=int, default=100, help="nav: stratified test episodes (full: default 12)")
     be.add_argument("--workers", type=int, default=2, help="nav: worker processes")
@@ -305,7 +332,24 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--free-run-seconds", type=float, default=10.0)
     be.add_argument("--lockstep-minutes", type=float, default=30.0, help="soak: minutes of lockstep actions")
     be.add_argument("--hostile-minutes", type=float, default=10.0, help="soak: minutes of bad requests mixed with valid")
+    be.add_argument("--repeats", type=int, default=2, help="transfer: runs of the continuous-time condition")
+    be.add_argument("--real-time-factor", type=float, default=1.0, help="transfer: the free-running bridge's pace")
+    be.add_argument("--conditions", default=None, help="transfer: run only these (comma-separated), e.g. lockstep")
+    be.add_argument("--work", default=None, help="transfer: directory of the per-condition runs (resumed)")
     be.set_defaults(fn=_bench)
+    ob = sub.add_parser("observe", help="one acquisition on the robot on the graph: every recognizer's prediction, "
+                                        "stored with --label in --out (robot sessions give the same report)")
+    ob.add_argument("args", nargs="*", help="the robot's topic names, as for launch robot (depth_topic:=/x, ...)")
+    ob.add_argument("--label", choices=EMOTIONS, default=None, help="the emotion the person expresses (to store)")
+    ob.add_argument("--out", default=None, help="run directory (results.sqlite; needs --label)")
+    ob.add_argument("--episode-id", default=None, help="default: robot_<date>_<time>")
+    ob.add_argument("--clip-frames", type=int, default=32, help="frames per clip at 4 Hz (8..2400; 8 are recognised)")
+    ob.add_argument("--policy", default=None, help="A-Obs policy (default: the nav node's)")
+    ob.add_argument("--target-description", default=None, help="clothing of the person, e.g. 'red top, grey trousers'")
+    ob.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID of the robot's graph (default: inherited)")
+    ob.add_argument("--max-actions", type=int, default=0, help="A-Obs action budget (default 0: the protocol's 480)")
+    ob.add_argument("--timeout", type=float, default=600.0, help="seconds any step may take")
+    ob.set_defaults(fn=_observe)
     ev = sub.add_parser("eval", help="run the benchmark in-process into a results store (resumes a killed run)")
     ev.add_argument("--split", choices=SPLITS, default="test")
     ev.add_argument("--episodes", type=int, default=0, help="stratified subset size (default 0: the whole split)")

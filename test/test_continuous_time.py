@@ -2,7 +2,10 @@
 bridge publishing a robot's topics, its services unused) under the robot graph."""
 
 import math
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -105,6 +108,11 @@ def test_a_robot_stand_in_acquires_through_the_robots_own_topics_only(tmp_path):
                 result.add_done_callback(lambda f: got.set())
                 assert got.wait(300), (logs / "robot" / "nav.log").read_text()
                 res = result.result().result
+                run = tmp_path / "session"  # the same robot, observed and stored as an experimenter would
+                obs = subprocess.run([str(Path(sys.executable).parent / "affectsim"), "observe", "--label", "neutral",
+                                      "--out", str(run), "--episode-id", "s1", "--clip-frames", "12",
+                                      "--max-actions", "80", *(f"{k}:={v}" for k, v in remap.items())],
+                                     env=robot.env, capture_output=True, text=True, timeout=600)
                 assert robot.poll() == {"nav": None, "perception": None}
         finally:
             client.close()
@@ -115,5 +123,12 @@ def test_a_robot_stand_in_acquires_through_the_robots_own_topics_only(tmp_path):
     gaps = np.diff(stamps)  # the clip sampled from the 15 Hz stream at the protocol's 4 Hz times
     assert len(stamps) == 12 and np.all(np.abs(gaps - STEP_SECONDS) <= CAMERA_PERIOD + 1e-6), stamps
     assert len(res.clip_frames) == 8 and "execution=cmd_vel" in nav_log
+    assert obs.returncode == 0, obs.stdout + obs.stderr
+    assert "A-Obs outcome " in obs.stdout and "pose-temporal: p_init" in obs.stdout, obs.stdout
+    report = subprocess.run([str(Path(sys.executable).parent / "affectsim"), "report", str(run)],
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr
+    text = (run / "report.md").read_text()
+    assert "1 episodes of the robot split" in text and "| recognizer | P-Init | A-Obs | Δgain |" in text, text
     bridge_log = (logs / "sim" / "bridge.log").read_text()
     assert "service calls: load_world=1, apply_action=0, render_views=0" in bridge_log, bridge_log

@@ -63,3 +63,24 @@ def test_robot_launch_file_compiles_and_uses_the_shared_graph():
     py_compile.compile(str(path), doraise=True)
     text = path.read_text()
     assert 'GRAPHS["robot"]' in text and "validate_launch_args" in text and "launch_remaps" in text
+
+
+def test_the_shipped_nav2_parameters_match_the_robot():
+    import yaml
+
+    from affectsim_core.ros.topics import TOPICS
+    from affectsim_nav.base_control import BaseLimits
+
+    p = yaml.safe_load((ROOT / "config" / "nav2_params.yaml").read_text())
+    lim = BaseLimits()
+    for costmap in ("local_costmap", "global_costmap"):
+        c = p[costmap][costmap]["ros__parameters"]
+        assert c["robot_base_frame"] == "base_link" and c["robot_radius"] == 0.3
+        assert c["obstacle_layer"]["scan"]["topic"] == TOPICS["scan"]
+    assert p["global_costmap"]["global_costmap"]["ros__parameters"]["static_layer"]["map_topic"] == TOPICS["map"]
+    assert p["amcl"]["ros__parameters"]["scan_topic"] == TOPICS["scan"].lstrip("/")
+    assert p["bt_navigator"]["ros__parameters"]["odom_topic"] == TOPICS["odom"]
+    follow = p["controller_server"]["ros__parameters"]["FollowPath"]
+    assert follow["desired_linear_vel"] <= lim.max_linear and follow["rotate_to_heading_angular_vel"] <= lim.max_angular
+    smoother = p["velocity_smoother"]["ros__parameters"]
+    assert smoother["max_velocity"][0] <= lim.max_linear and smoother["max_velocity"][2] <= lim.max_angular
