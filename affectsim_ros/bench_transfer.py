@@ -1,0 +1,148 @@
+"""Transfer benchmark (``affectsim bench transfer``): what moving from lockstep to a robot's
+continuous time, and to a robot's sensor and actuation noise, does to the benchmark's numbers.
+
+The same stratified test episodes run through the ROS graph as
+
+a. ``lockstep``: the paper's protocol (the bridge's ``apply_action``);
+b. ``cmd_vel``: the bridge in ``free_run`` at ``real_time_factor``, the nav node driving every primitive
+   action through ``/cmd_vel`` from odometry and laser, the clip sampled from the 15 Hz stream;
+   repeated (continuous time is not bit-exact: the spread is part of the result);
+c. ``cmd_vel + noise``: (b) with every noise model the free-running bridge has on at its default
+   magnitude (depth, RGB and motion blur, laser, odometry drift, camera latency; the per-action
+   actuation error is a lockstep model: in continuous time the executor closes the loop on odometry).
+
+Printed side by side: Table 3 (group Macro-F1 of the trained recognizers per setting, OGR) and
+Table 6 (handoff, path length, path before handoff, budget exhausted, clipped moves), the spread of
+A-Obs over the repeats of (b), and how often two repeats agree episode by episode. The passive
+settings are rendered views (no noise, no motion), so their columns must agree across conditions.
+Each condition is its own results store under the work directory: a killed benchmark resumes.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from affectsim_bridge.bridge_node import NOISE_LOCKSTEP_ONLY
+from affectsim_bridge.noise import CONFIG_PREFIX, ENABLED, NOISE_MODELS
+from affectsim_core.atomic import write_json
+from affectsim_core.errors import InvalidInput
+from affectsim_core.protocol import SETTINGS
+from affectsim_core.record import EpisodeRecord
+from affectsim_eval.config import EvalConfig, select_episodes
+from affectsim_eval.report import summarize
+from affectsim_eval.store import ResultsStore
+from affectsim_ros.launcher import GraphProcesses
+
+TABLE6_COLUMNS = ("handoff_pct", "mean_path_m", "path_before_handoff_pct", "budget_exhausted_pct", "clipped_pct")
+
+
+def conditions(repeats: int, real_time_factor: float) -> dict[str, tuple[dict[str, str], dict]]:
+    """Condition name -> (launch arguments, extra bridge parameters)."""
+    free = {"mode": "free_run", "real_time_factor": str(real_time_factor)}
+    out: dict[str, tuple[dict[str, str], dict]] = {"lockstep": ({"mode": "lockstep"}, {})}
+    for k in range(1, repeats + 1):
+        out[f"cmd_vel_{k}"] = (free, {})
+    out["cmd_vel_noise"] = (free, {f"{CONFIG_PREFIX}{m}_{ENABLED}": True for m in NOISE_MODELS.names()
+                                   if m not in NOISE_LOCKSTEP_ONLY})
+    return out
+
+
+def _records(run: Path) -> dict[str, EpisodeRecord]:
+    with ResultsStore.open(run / "results.sqlite") as st:
+        return {r["episode_id"]: EpisodeRecord.from_dict(r, str(run)) for r in st.records("ok")}
+
+
+def _run(run: Path, ids: list[str], args: dict[str, str], bridge: dict, log) -> float:
+    t0 = time.perf_counter()
+    with GraphProcesses("bench", args={**args, "episodes": "0", "episode_ids": ",".join(ids), "output_dir": str(run)},
+                        extra_params={"bridge": bridge} if bridge else None, log_dir=run / "logs") as g:
+        while g.poll()["evaluator"] is None:
+            time.sleep(0.5)
+        code = g.poll()["evaluator"]
+    if code != 0:
+        log(f"[bench transfer] {run.name}: the evaluator exited {code} (see {run / 'logs' / 'evaluator.log'})")
+    return time.perf_counter() - t0
+
+
+def _summary(records: dict[str, EpisodeRecord]) -> dict:
+    s = summarize(list(records.values()))
+    return {"n": s["n"], "group": s["group"], "group_ogr": s["group_ogr"],
+            "table6": {k: s["table6"][k] for k in TABLE6_COLUMNS}}
+
+
+def agreement(a: dict[str, EpisodeRecord], b: dict[str, EpisodeRecord]) -> dict[str, float]:
+    """Episode by episode between two runs: the fraction of (episode, recognizer) A-Obs predictions that
+    are equal, of episodes with the same A-Obs outcome, and of identical trajectories."""
+    ids = sorted(set(a) & set(b))
+    if not ids:
+        return {"episodes": 0}
+    same_pred = [a[i].predictions[n]["a_obs"] == b[i].predictions[n]["a_obs"] for i in ids for n in a[i].predictions]
+    return {"episodes": len(ids), "a_obs_predictions_equal": float(np.mean(same_pred)),
+            "outcome_equal": float(np.mean([a[i].a_obs.outcome == b[i].a_obs.outcome for i in ids])),
+            "trajectory_equal": float(np.mean([a[i].a_obs.trajectory == b[i].a_obs.trajectory for i in ids]))}
+
+
+def run(out: Path | None = None, episodes: int = 60, repeats: int = 2, real_time_factor: float = 1.0,
+        split: str = "test", work: Path | None = None, only: tuple[str, ...] = (), log=print) -> dict:
+    """Run the conditions (``only``: those of them; the table covers every condition with a store)."""
+    work = Path(work or "results/bench_transfer")
+    ids = [e.episode_id for e in select_episodes(EvalConfig(split=split, episodes=episodes))]
+    conds = conditions(repeats, real_time_factor)
+    unknown = sorted(set(only) - set(conds))
+    if unknown:
+        raise InvalidInput("--conditions", unknown, f"names from {', '.join(conds)}")
+    log(f"[bench transfer] {len(ids)} stratified {split} episodes; conditions {', '.join(conds)}; "
+        f"noise models {', '.join(NOISE_MODELS.names())}; work directory {work} (resumes)")
+    res: dict = {"episodes": len(ids), "real_time_factor": real_time_factor, "conditions": {}, "wall_s": {}}
+    runs: dict[str, dict[str, EpisodeRecord]] = {}
+    for name, (args, bridge) in conds.items():
+        if not only or name in only:
+            res["wall_s"][name] = _run(work / name, ids, args, bridge, log)
+        elif not (work / name / "results.sqlite").is_file():
+            continue
+        runs[name] = {i: r for i, r in _records(work / name).items() if i in set(ids)}
+        res["conditions"][name] = _summary(runs[name])
+        g = res["conditions"][name]["group"]
+        log(f"[bench transfer] {name}: {len(runs[name])} episodes in {res['wall_s'].get(name, 0):.0f} s; group A-Obs "
+            f"{100 * g['a_obs']:.1f}, P-Init {100 * g['p_init']:.1f}")
+    cv = [n for n in runs if n.startswith("cmd_vel_") and n[-1].isdigit()]
+    a_obs = [res["conditions"][n]["group"]["a_obs"] for n in cv]
+    res["cmd_vel_spread"] = {"a_obs_mean": float(np.mean(a_obs)), "a_obs_min": min(a_obs), "a_obs_max": max(a_obs),
+                             "a_obs_std": float(np.std(a_obs)),
+                             "agreement": agreement(runs[cv[0]], runs[cv[1]]) if len(cv) > 1 else None} if cv else None
+    res["lockstep_vs_cmd_vel"] = agreement(runs["lockstep"], runs[cv[0]]) if "lockstep" in runs and cv else None
+    log(table(res))
+    if out is not None:
+        write_json(Path(out), res, indent=1)
+        log(f"[bench transfer] {out}")
+    return res
+
+
+def table(res: dict) -> str:
+    """Table 3 and Table 6 side by side, one row per condition (Markdown)."""
+    head = ["condition", "n", *(s.replace("_", "-").upper() for s in SETTINGS), "OGR %", "handoff %", "path m",
+            "before handoff %", "budget out %", "clipped %"]
+    rows = []
+    for name, c in res["conditions"].items():
+        t6 = c["table6"]
+        rows.append([name, c["n"], *(f"{100 * c['group'][s]:.1f}" for s in SETTINGS),
+                     "–" if c["group_ogr"] is None else f"{100 * c['group_ogr']:.1f}",
+                     *(f"{t6[k]:.1f}" if k != "mean_path_m" else f"{t6[k]:.2f}" for k in TABLE6_COLUMNS)])
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
+    out += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+    sp = res["cmd_vel_spread"] or {"agreement": None}
+    if "a_obs_mean" in sp:
+        out.append(f"\nA-Obs group Macro-F1 over the cmd_vel repeats: mean {100 * sp['a_obs_mean']:.1f}, range "
+                   f"{100 * sp['a_obs_min']:.1f}–{100 * sp['a_obs_max']:.1f}, std {100 * sp['a_obs_std']:.1f}")
+    if sp["agreement"]:
+        a = sp["agreement"]
+        out.append(f"Two cmd_vel repeats, episode by episode: A-Obs predictions equal {100 * a['a_obs_predictions_equal']:.0f} %, "
+                   f"outcomes equal {100 * a['outcome_equal']:.0f} %, trajectories equal {100 * a['trajectory_equal']:.0f} %")
+    a = res["lockstep_vs_cmd_vel"]
+    if a:
+        out.append(f"Lockstep vs cmd_vel, episode by episode: A-Obs predictions equal "
+                   f"{100 * a['a_obs_predictions_equal']:.0f} %, outcomes equal {100 * a['outcome_equal']:.0f} %")
+    return "\n".join(out)
