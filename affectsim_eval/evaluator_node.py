@@ -75,11 +75,12 @@ class EvaluatorNode(Node):
         self._job = threading.Thread(target=self._run, name="evaluator-run", daemon=True)
         self._job.start()
 
-    def stop_job(self, timeout: float) -> None:
+    def stop_job(self, timeout: float) -> bool:
         """Stop the run (the node's entry point calls this on SIGINT/SIGTERM) and wait up to ``timeout``
-        s for it; an episode the stop interrupts is not stored, so a rerun evaluates it."""
+        s for it; whether it ended. An episode the stop interrupts is not stored, so a rerun evaluates it."""
         self._stopping.set()
         self._job.join(timeout)
+        return not self._job.is_alive()
 
     def _run(self) -> None:
         log = self.get_logger()

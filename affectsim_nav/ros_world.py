@@ -41,6 +41,7 @@ TOPICS = ("rgb", "depth", "rgb_info", "tf", "tf_static", "map")
 CMD_VEL_TOPICS = (*TOPICS, "odom", "scan")
 TF_SLACK_S = 0.05  # s between a camera frame and the /tf it is located with (the robot's TF rate: 50 Hz)
 SCAN_STALE_S = 0.5  # s: an older laser scan cannot clear the way ahead
+POLL_S = 1.0  # s a start frame's depth and TF are waited for before a newer frame is tried
 
 
 def _stamp(m) -> float:
@@ -53,8 +54,7 @@ class RosWorld:
     def __init__(self, client: BridgeClient, timeout: float = 30.0) -> None:
         self.client = client
         self.timeout = timeout
-        newest = client.wait_for("rgb", timeout=timeout)  # the state the episode starts from
-        self.stamp = _stamp(newest)
+        self.stamp = current_frame(client, timeout).stamp  # the state the episode starts from
 
     def apply(self, action: Action) -> MoveResult:
         res = self.client.apply(int(action), self.timeout)
@@ -108,6 +108,20 @@ def map_info(grid, episode_id: str, start: tuple[float, float, float], robot_rad
                             robot_radius, target_description or None)
 
 
+def current_frame(client: BridgeClient, timeout: float, after: float = -math.inf) -> Observation:
+    """The observation of the newest camera frame (stamped at or after ``after``) whose depth and TF
+    are there. A frame whose TF never comes (received just before the bridge loaded a new world,
+    whose messages replaced its TF) gives way to the next frame received."""
+    deadline = time.monotonic() + timeout
+    while True:
+        rgb = client.wait_for("rgb", lambda m: _stamp(m) >= after - 1e-6, max(0.0, deadline - time.monotonic()))
+        try:
+            return frame_observation(client, rgb, 0, min(POLL_S, max(0.0, deadline - time.monotonic())))
+        except TimeoutError:
+            if time.monotonic() >= deadline:
+                raise
+
+
 def frame_observation(client: BridgeClient, rgb, step: int, timeout: float) -> Observation:
     """The observation of camera frame ``rgb``: its depth and camera info of the same stamp, and the TF
     tree nearest in time (each transform from the /tf message closest to the frame, within
@@ -141,14 +155,13 @@ class CmdVelWorld(RosWorld):
         self.client, self.publish_cmd, self.limits = client, publish_cmd, limits
         self.radius, self.timeout = robot_radius, timeout
         odom = client.wait_for("odom", timeout=timeout)  # no odometry: refused here, naming the topic
-        rgb = client.wait_for("rgb", lambda m: _stamp(m) >= _stamp(odom) - 1e-6, timeout)
-        self.stamp = _stamp(rgb)
+        self._last: Observation | None = current_frame(client, timeout, after=_stamp(odom))
+        self.stamp = self._last.stamp
         static = tf_tree.edges(client.wait_for("tf_static", timeout=timeout))
         scan = client.wait_for("scan", timeout=timeout)
         self.laser_x = float(tf_tree.lookup(static, "base_link", scan.header.frame_id).translation[0])
         self._clip_next: float | None = None  # protocol time (s) of the next clip frame once a clip runs
         self._clip: list[Observation] = []
-        self._last: Observation | None = None
 
     def _odom(self, after: float):
         try:
@@ -158,9 +171,10 @@ class CmdVelWorld(RosWorld):
                                "the base was told to stop") from None
 
     def _free_ahead(self, t: float) -> float:
-        scan = self.client.msgs["scan"][-1]
-        if t - _stamp(scan) > SCAN_STALE_S:
-            return 0.0  # a stale laser cannot clear the way: a FORWARD move stops (blocked)
+        with self.client.lock:
+            scan = self.client.msgs["scan"][-1] if self.client.msgs["scan"] else None
+        if scan is None or t - _stamp(scan) > SCAN_STALE_S:
+            return 0.0  # without a recent laser scan nothing clears the way: a FORWARD move stops (blocked)
         return free_ahead(np.asarray(scan.ranges), scan.angle_min, scan.angle_increment, scan.range_max,
                           self.laser_x, self.radius, self.radius)
 

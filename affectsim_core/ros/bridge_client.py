@@ -36,6 +36,8 @@ TOPICS: dict[str, tuple[str, type]] = {key: (NAMES[key], typ) for key, typ in (
     ("rgb", Image), ("rgb_info", CameraInfo), ("depth", Image), ("depth_info", CameraInfo), ("scan", LaserScan),
     ("odom", Odometry), ("tf", TFMessage), ("clock", Clock), ("gt_humans", PoseArray))}
 LATCHED = {"tf_static": (NAMES["tf_static"], TFMessage), "map": (NAMES["map"], OccupancyGrid)}  # transient local
+KEEP_TF = 400  # /tf messages kept (8 s at 50 Hz): longer than the camera frames kept, so a lagging reader
+# still finds the transforms of every frame it holds
 
 
 def _stamp_of(msg: Any) -> float | None:
@@ -59,7 +61,7 @@ class BridgeClient:
             raise KeyError(f"unknown topic keys {sorted(unknown)}; known: {sorted([*TOPICS, *LATCHED])}")
         self.node = Node(name)
         self._cv = threading.Condition()
-        self.msgs: dict[str, deque] = {k: deque(maxlen=keep) for k in topics}
+        self.msgs: dict[str, deque] = {k: deque(maxlen=KEEP_TF if k == "tf" else keep) for k in topics}
         rel = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         for key in topics:

@@ -6,8 +6,9 @@ construction that leaves worker threads (the bridge's simulator thread, inside E
 interpreter finalises, which crashed the bridge with SIGSEGV. Here the first signal only sets a flag
 that the main thread polls while another thread spins the node: a node being built is finished
 first, then a node that runs a job is asked to stop it (``stop_job``), the context is shut down, the
-executor's threads end, the node is destroyed, and the process exits 0. A second signal ends the
-process at once (the default action). A callback that raises out of the executor ends the process
+executor's threads end, the node is destroyed, and the process exits 0 (a job that has not stopped
+a few seconds after the shutdown is abandoned: the process exits at once, without finalisation).
+A second signal ends the process at once (the default action). A callback that raises out of the executor ends the process
 with status 1 and the traceback (it would otherwise serve nothing and never exit).
 """
 
@@ -70,10 +71,16 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
             spinner.start()
             while not stop.wait(0.1) and rclpy.ok():  # the main thread stays free for the signal handler
                 pass
+            # a job is stopped before the shutdown (it must not record a failure the shutdown causes)
             stop_job = getattr(node, "stop_job", None)
-            if stop_job is not None:
-                stop_job(JOB_GRACE_S)  # before the shutdown: a job must not record a failure it causes
-            rclpy.try_shutdown()  # wakes the executor; a node may have shut down itself (the evaluator)
+            job_ended = stop_job(JOB_GRACE_S) if stop_job is not None else True
+            rclpy.try_shutdown()  # wakes the executor and the job's waits; a node may have shut down itself
+            if not job_ended and not stop_job(STOP_GRACE_S):
+                # the job is still inside a request or the simulator: leave now, not at interpreter exit
+                # (where its thread would run on into freed handles); it stored nothing half-done
+                print(f"[{name}] stopped with its job unfinished", file=sys.stderr, flush=True)
+                sys.stdout.flush()
+                os._exit(1 if crashed else 0)
             spinner.join(STOP_GRACE_S)
             executor.shutdown(timeout_sec=STOP_GRACE_S)
             node.destroy_node()
