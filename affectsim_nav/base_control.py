@@ -48,7 +48,7 @@ class BaseLimits:
     position_tolerance: float = 0.005  # m
     angle_tolerance: float = math.radians(0.5)  # rad
     action_timeout: float = 4.0  # s of sim / robot time per primitive action
-    safety_distance: float = 0.2  # m of free space required ahead of the base's front edge
+    safety_distance: float = 0.15  # m the base must be able to drive on before it touches what the laser sees
     stall_s: float = 1.0  # s commanded without progress (PROGRESS_M, PROGRESS_RAD): blocked
 
     BOUNDS = {"max_linear": (0.05, 1.0), "max_angular": (0.1, 3.0), "linear_accel": (0.1, 5.0),
@@ -65,6 +65,7 @@ class BaseLimits:
 
 HEADING_GAIN = 2.0  # 1/s: angular command per rad of heading error while driving straight
 PROGRESS_M, PROGRESS_RAD = 0.005, 0.01  # progress that resets the stall timer
+SIDE_MARGIN_M = 0.05  # m of the footprint's sides where a laser point does not trigger the safety stop
 
 
 class PrimitiveController:
@@ -130,14 +131,16 @@ class PrimitiveController:
 
 
 def free_ahead(ranges: np.ndarray, angle_min: float, angle_increment: float, range_max: float,
-               laser_x: float, half_width: float, front_x: float) -> float:
-    """Free distance (m) ahead of the base's front edge ``front_x`` (m, ``base_link``) within a corridor
-    of ``half_width`` m, from a planar scan taken at ``laser_x`` m forward of the base's centre (laser
-    frame aligned with ``base_link``). Invalid or out-of-range readings are free; inf when nothing is in
-    the corridor."""
+               laser_x: float, radius: float, side_margin: float = SIDE_MARGIN_M) -> float:
+    """How far (m) the base, a circle of ``radius`` m, can drive straight ahead before it touches a point
+    of a planar scan taken ``laser_x`` m forward of its centre (laser frame aligned with ``base_link``):
+    a point at lateral offset y (|y| < radius) is reached after x - sqrt(radius^2 - y^2). Points within
+    ``side_margin`` of the footprint's sides are left to the base's sliding contact, as in lockstep
+    (a door jamb brushed in passing does not stop the robot); invalid or out-of-range readings are
+    free; inf when nothing is ahead."""
     r = np.asarray(ranges, float)
     a = angle_min + angle_increment * np.arange(len(r))
     ok = np.isfinite(r) & (r > 0.0) & (r < range_max)
     x, y = laser_x + r[ok] * np.cos(a[ok]), r[ok] * np.sin(a[ok])
-    hit = (x > front_x - 0.05) & (np.abs(y) <= half_width)
-    return float(x[hit].min() - front_x) if hit.any() else math.inf
+    hit = (x > 0.0) & (np.abs(y) < radius - side_margin)
+    return float((x[hit] - np.sqrt(radius ** 2 - y[hit] ** 2)).min()) if hit.any() else math.inf

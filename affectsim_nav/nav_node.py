@@ -76,7 +76,7 @@ PARAMS: tuple[Param, ...] = (
                         ("position_tolerance", "FORWARD ends this close to 0.25 m (m)"),
                         ("angle_tolerance", "a turn ends this close to 15 deg (rad)"),
                         ("action_timeout", "time one primitive action may take (s)"),
-                        ("safety_distance", "FORWARD stops when the laser sees less free space ahead (m)"),
+                        ("safety_distance", "FORWARD stops when the base would touch what the laser sees within this (m)"),
                         ("stall_s", "commanded this long without progress: blocked (s)"))),
 )
 

@@ -176,7 +176,7 @@ class CmdVelWorld(RosWorld):
         if scan is None or t - _stamp(scan) > SCAN_STALE_S:
             return 0.0  # without a recent laser scan nothing clears the way: a FORWARD move stops (blocked)
         return free_ahead(np.asarray(scan.ranges), scan.angle_min, scan.angle_increment, scan.range_max,
-                          self.laser_x, self.radius, self.radius)
+                          self.laser_x, self.radius)
 
     def apply(self, action: Action) -> MoveResult:
         """Drive one primitive action to its end (done, blocked, timeout); the base is stopped after it."""

@@ -81,13 +81,17 @@ def test_limits_out_of_range_are_named():
         BaseLimits(safety_distance=float("nan"))
 
 
-def test_free_ahead_sees_only_the_corridor_in_front_of_the_base():
+def test_free_ahead_is_the_distance_the_round_base_can_drive_before_it_touches_a_point():
     angles = np.linspace(-math.pi / 2, math.pi / 2, 181)
+    inc = angles[1] - angles[0]
     ranges = np.full(181, 30.0)
-    ranges[90] = 1.0  # straight ahead of the laser (0.2 m forward of the base's centre): 0.9 m past the front
-    assert free_ahead(ranges, angles[0], angles[1] - angles[0], 25.0, 0.2, 0.3, 0.3) == pytest.approx(0.9)
-    side = np.full(181, 30.0)
-    side[180] = 0.5  # at 90 deg left, outside the corridor
-    assert free_ahead(side, angles[0], angles[1] - angles[0], 25.0, 0.2, 0.3, 0.3) == math.inf
-    bad = np.full(181, np.nan)
-    assert free_ahead(bad, angles[0], angles[1] - angles[0], 25.0, 0.2, 0.3, 0.3) == math.inf
+    ranges[90] = 1.0  # straight ahead of the laser (0.2 m forward of the centre): 1.2 - 0.3 m to drive
+    assert free_ahead(ranges, angles[0], inc, 25.0, 0.2, 0.3) == pytest.approx(0.9)
+    off = np.full(181, 30.0)
+    off[90 + 9] = 1.0 / math.cos(math.radians(9))  # 1 m ahead of the laser, 0.158 m to the left
+    y = math.tan(math.radians(9))
+    assert free_ahead(off, angles[0], inc, 25.0, 0.2, 0.3) == pytest.approx(1.2 - math.sqrt(0.09 - y ** 2))
+    jamb = np.full(181, 30.0)
+    jamb[90 + 60] = 0.28 / math.sin(math.radians(60))  # 0.28 m to the side: brushed in passing, not a stop
+    assert free_ahead(jamb, angles[0], inc, 25.0, 0.2, 0.3) == math.inf
+    assert free_ahead(np.full(181, np.nan), angles[0], inc, 25.0, 0.2, 0.3) == math.inf
