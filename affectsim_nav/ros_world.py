@@ -110,8 +110,9 @@ def map_info(grid, episode_id: str, start: tuple[float, float, float], robot_rad
 
 def current_frame(client: BridgeClient, timeout: float, after: float = -math.inf) -> Observation:
     """The observation of the newest camera frame (stamped at or after ``after``) whose depth and TF
-    are there. A frame whose TF never comes (received just before the bridge loaded a new world,
-    whose messages replaced its TF) gives way to the next frame received."""
+    are there. A frame whose TF never comes (received just before the bridge loaded a new world, or
+    its TF overwritten unread in the subscription's history on a loaded machine) gives way to the
+    next frame received."""
     deadline = time.monotonic() + timeout
     while True:
         rgb = client.wait_for("rgb", lambda m: _stamp(m) >= after - 1e-6, max(0.0, deadline - time.monotonic()))
@@ -194,9 +195,8 @@ class CmdVelWorld(RosWorld):
                     break
         finally:
             self.publish_cmd(0.0, 0.0)
-        rgb = self.client.wait_for("rgb", lambda m: _stamp(m) >= t - 1e-6, self.timeout)
-        self.stamp = _stamp(rgb)
-        self._last = frame_observation(self.client, rgb, -1, self.timeout)
+        self._last = current_frame(self.client, self.timeout, after=t)
+        self.stamp = self._last.stamp
         self._sample_clip()
         moved = math.hypot(pose.x - start.x, pose.y - start.y)
         clipped = ending != Ending.DONE and Action(int(action)) != Action.STOP
@@ -206,8 +206,7 @@ class CmdVelWorld(RosWorld):
         """The first camera frame at or after the last action's end (the start: the newest frame)."""
         self._sample_clip()
         if self._last is None or self._last.stamp != self.stamp:
-            rgb = self.client.wait_for("rgb", lambda m: _stamp(m) >= self.stamp - 1e-6, self.timeout)
-            self._last = frame_observation(self.client, rgb, step, self.timeout)
+            self._last = current_frame(self.client, self.timeout, after=self.stamp)
         return replace(self._last, step=step)
 
     # ------------------------------------------------------------------ the clip, from the stream
@@ -228,7 +227,11 @@ class CmdVelWorld(RosWorld):
             frames = [m for m in self.client.msgs["rgb"] if _stamp(m) >= self._clip_next - 1e-6]
         for m in frames:
             if _stamp(m) >= self._clip_next - 1e-6:
-                self._clip.append(frame_observation(self.client, m, -1, self.timeout))
+                try:
+                    obs = frame_observation(self.client, m, -1, POLL_S)
+                except TimeoutError:  # its TF was overwritten unread on a loaded machine: the next frame serves
+                    continue
+                self._clip.append(obs)
                 self._clip_next += STEP_SECONDS * (1 + math.floor((_stamp(m) - self._clip_next) / STEP_SECONDS + 1e-9))
 
 

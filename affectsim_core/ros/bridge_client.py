@@ -64,9 +64,10 @@ class BridgeClient:
         self.msgs: dict[str, deque] = {k: deque(maxlen=KEEP_TF if k == "tf" else keep) for k in topics}
         rel = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        deep = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)  # /tf: 50 Hz, 2 s of history
         for key in topics:
             topic, typ = TOPICS[key] if key in TOPICS else LATCHED[key]
-            qos = rel if key in TOPICS else latched
+            qos = (deep if key == "tf" else rel) if key in TOPICS else latched
             self.node.create_subscription(typ, topic, lambda m, k=key: self._store(k, m), qos)
         if services:
             self._load = self.node.create_client(LoadWorld, SERVICES["load_world"])
