@@ -132,10 +132,11 @@ def _readable(pid: int) -> bool:
 
 
 def test_shared_memory_left_by_a_killed_process_is_removed_and_a_live_one_is_kept():
-    env = loopback_env(pick_domain_id())
     code = "import rclpy, time; rclpy.init(); n = rclpy.create_node('shm_probe'); print('up', flush=True); time.sleep(300)"
-    procs = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
-             for _ in range(2)]
+    domains = [pick_domain_id()]
+    domains.append(domains[0] % 100 + 1)  # two domains: the live one never maps the victim's segment
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=loopback_env(d), stdout=subprocess.PIPE, text=True)
+             for d in domains]
     try:
         for p in procs:
             assert p.stdout.readline().strip() == "up"
