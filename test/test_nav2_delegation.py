@@ -9,7 +9,6 @@ through ``/cmd_vel``, publishes feedback and honours cancels.
 
 import math
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -42,10 +41,16 @@ class FakeNav2(Node):
         self.io = client
         self.goals: list[tuple[str, float, float]] = []
         self.cancelled = 0
+        self.changed = threading.Condition()  # notified when a goal arrives or is cancelled
         self.cmd = self.create_publisher(Twist, "/cmd_vel", 10)
         ActionServer(self, NavigateToPose, "navigate_to_pose", execute_callback=self._run,
                      goal_callback=lambda g: GoalResponse.ACCEPT, cancel_callback=lambda g: CancelResponse.ACCEPT,
                      callback_group=ReentrantCallbackGroup())
+
+    def until(self, predicate, timeout: float) -> bool:
+        """Wait until ``predicate()`` holds (checked whenever a goal arrives or is cancelled)."""
+        with self.changed:
+            return self.changed.wait_for(predicate, timeout)
 
     def _pose(self) -> tuple[float, float, float, float]:
         """(x, y, yaw) of base_link in map and the stamp, from the newest /tf."""
@@ -62,7 +67,9 @@ class FakeNav2(Node):
     def _run(self, handle):
         p = handle.request.pose
         goal = (p.pose.position.x, p.pose.position.y)
-        self.goals.append((p.header.frame_id, *goal))
+        with self.changed:
+            self.goals.append((p.header.frame_id, *goal))
+            self.changed.notify_all()
         x, y, yaw, t = self._pose()
         planner = GridPlanner(map_info(self.io.wait_for("map", timeout=10.0), "nav2", (x, y, yaw)))
         field = planner.plan_from((x, y))
@@ -72,7 +79,9 @@ class FakeNav2(Node):
         while path and t < t_end:
             if handle.is_cancel_requested:
                 self._drive(0.0, 0.0)
-                self.cancelled += 1
+                with self.changed:
+                    self.cancelled += 1
+                    self.changed.notify_all()
                 handle.canceled()
                 return NavigateToPose.Result()
             while len(path) > 1 and math.hypot(path[0][0] - x, path[0][1] - y) < 0.3:
@@ -132,29 +141,19 @@ def test_policy_goals_go_to_navigate_to_pose_in_continuous_time(tmp_path):
             # a cancel while Nav2 drives cancels its goal too
             assert client.load("test_apartment", 1.5, 2.5, 1.57, humans=humans).success
             first = _send(acquire, AcquireObservation.Goal(episode_id="c", clip_frames=4, max_actions=60))
-            deadline = time.monotonic() + 120
-            while not fake.goals and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert fake.goals, (logs / "nav.log").read_text()
+            assert fake.until(lambda: fake.goals, 120), (logs / "nav.log").read_text()
             first.cancel_goal_async()
             assert _result(first).status == GoalStatus.STATUS_CANCELED
-            deadline = time.monotonic() + 30
-            while fake.cancelled < 1 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert fake.cancelled == 1
+            assert fake.until(lambda: fake.cancelled >= 1, 30) and fake.cancelled == 1
             # a newer goal preempts a running one, whose Nav2 goal is cancelled; the newer one runs to its end
             assert client.load("test_apartment", 1.5, 2.5, 1.57, humans=humans).success
             n_goals = len(fake.goals)
             old = _send(acquire, AcquireObservation.Goal(episode_id="p", clip_frames=4, max_actions=60))
-            while len(fake.goals) == n_goals and time.monotonic() < deadline + 120:
-                time.sleep(0.05)
+            assert fake.until(lambda: len(fake.goals) > n_goals, 120)
             new = _send(acquire, AcquireObservation.Goal(episode_id="n2", clip_frames=4, max_actions=60))
             preempted = _result(old)
             assert preempted.status == GoalStatus.STATUS_ABORTED and "preempted" in preempted.result.message
-            deadline = time.monotonic() + 30
-            while fake.cancelled < 2 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            assert fake.cancelled == 2
+            assert fake.until(lambda: fake.cancelled >= 2, 30) and fake.cancelled == 2
             res = _result(new).result
         finally:
             executor.shutdown()
