@@ -218,20 +218,23 @@ def geodesic_to_nearest(nav: NavigableSpace, start_xy: Sequence[float], goals: n
 
 def d_star(nav: NavigableSpace, start_xy: Sequence[float], anchor_xy: Sequence[float], r: float,
            tol: float = 0.1, step: float = 0.05) -> float | None:
-    """d*(r): shortest collision-free path (m) from the start to any navigable point whose distance
-    to the human anchor is within r +- tol (sampled by :func:`annulus_points`).
+    """d*(r): shortest collision-free path (m) from the start to any free point whose distance to the
+    human anchor is within r +- tol (sampled by :func:`annulus_points`).
 
-    0 when the start itself lies in that annulus and is navigable; None when no sampled point of
-    the annulus is navigable or none is reachable. People are not obstacles (the static navmesh).
+    Candidates are selected by exact clearance (:meth:`NavigableSpace.is_free`) and reachability
+    (a finite geodesic from the start), never by the 5 cm connectivity raster, which misses free bands
+    narrower than a cell. 0 when the start itself lies in that annulus and is free; None when no
+    sampled point of the annulus is free or none is reachable. People are not obstacles (the static
+    navmesh).
     """
     start = np.asarray(start_xy, float)[:2]
     anchor = np.asarray(anchor_xy, float)[:2]
     if not (np.isfinite(start).all() and np.isfinite(anchor).all()):
         raise InvalidInput("start/anchor", (list(start), list(anchor)), "finite map coordinates (m)")
     pts = annulus_points(anchor, r, tol, step)
-    if abs(np.linalg.norm(start - anchor) - r) <= tol and nav.is_navigable(start)[0]:
+    if abs(np.linalg.norm(start - anchor) - r) <= tol and nav.is_free(start)[0]:
         return 0.0
-    cands = pts[nav.is_navigable(pts)]
+    cands = pts[nav.is_free(pts)]
     if len(cands) == 0:
         return None
     best = geodesic_to_nearest(nav, start, cands)

@@ -171,9 +171,19 @@ def test_d_star_none_when_region_unreachable_or_not_navigable():
     rooms = [{"id": "a", "polygon": [[0, 0], [4, 0], [4, 4], [0, 4]]},
              {"id": "b", "polygon": [[4, 0], [6, 0], [6, 4], [4, 4]]}]
     nav = NavigableSpace(box_room([{"from": [4, 0], "to": [4, 4]}], rooms=rooms), 0.3)
-    assert d_star(nav, (1.0, 2.0), (5.0, 2.0), 0.5) is None  # annulus only in room b: free, not navigable
+    assert d_star(nav, (1.0, 2.0), (5.0, 2.0), 0.5) is None  # annulus only in room b: free, unreachable
     assert d_star(nav, (5.0, 2.0), (2.0, 2.0), 1.0) is None  # start in room b: annulus navigable, unreachable
     assert d_star(nav, (1.0, 2.0), (2.0, 2.0), 0.5) == pytest.approx(1.0 - 0.6)  # to the outer ring
+
+
+def test_d_star_keeps_a_free_point_in_a_band_narrower_than_a_raster_cell():
+    """scene_027: (8.4625, 0.7875) lies 4.90 m from the anchor, is free and 1.90 m from the start, but its
+    5 cm connectivity cell is not free; selecting candidates by the raster gave d*(5) = 4.07."""
+    nav = NavigableSpace(parse_scene(generate_scene(27), "scene_027"), 0.3)
+    start, anchor, point = (7.3689, 1.8590), (4.4045, 3.5355), np.array([8.4625, 0.7875])
+    assert nav.is_free(point)[0] and not nav.is_navigable(point)[0]
+    assert nav.geodesic_distance(start, point) == pytest.approx(1.90, abs=0.01)
+    assert d_star(nav, start, anchor, 5.0) == pytest.approx(1.90, abs=0.02)  # the nearest sampled annulus point
 
 
 def _brute(nav, start, cands):
@@ -189,7 +199,7 @@ def test_d_star_matches_brute_force_on_real_scenes(scene):
     for k, (start, anchor) in enumerate(zip(pts[:12], pts[12:])):
         r = (1.0, 3.0, 5.0)[k % 3]
         ring = annulus_points(anchor, r)
-        cands = ring[nav.is_navigable(ring)]
+        cands = ring[nav.is_free(ring)]
         if k == 9:  # d* against every candidate of its annulus (few of them here): a path around walls
             expected = _brute(nav, start, cands)
             assert expected > np.linalg.norm(cands - start, axis=1).min() + 0.1
