@@ -8,7 +8,7 @@ export FASTDDS_DEFAULT_PROFILES_FILE := $(CURDIR)/config/fastdds_loopback.xml
 export MUJOCO_GL := egl
 export PYOPENGL_PLATFORM := egl
 
-.PHONY: setup test test-all bench clean
+.PHONY: setup test test-all dataset-check bench clean
 
 setup:  ## idempotent: venv, pinned deps, EGL libs, interfaces (see tools/setup.sh)
 	bash tools/setup.sh
@@ -19,12 +19,16 @@ test: setup  ## fast suite (< 10 min on 2 cores); slow tests run in `make test-a
 test-all: setup
 	$(PY) -m pytest -q test
 
+dataset-check: setup  ## rebuild a small dataset from scratch (~4 min) and compare its hashes with config/dataset_reference.json
+	$(VENV)/bin/affectsim dataset fingerprint
+
 BENCH_EPISODES ?= 100
 bench: setup  ## the main job: the benchmark through the ROS graph on a stratified test subset, then report.md
 	test -f data/motions/manifest.json || $(VENV)/bin/affectsim motions build
 	test -f data/scenes/manifest.json || $(VENV)/bin/affectsim scenes build
 	test -f data/episodes/manifest.json || $(VENV)/bin/affectsim dataset build
-	$(VENV)/bin/affectsim launch bench episodes:=$(BENCH_EPISODES) output_dir:=results/bench
+	# allow_dataset_mismatch until the checkpoints are retrained on the current dataset version (issue 16)
+	$(VENV)/bin/affectsim launch bench episodes:=$(BENCH_EPISODES) output_dir:=results/bench allow_dataset_mismatch:=true
 	@echo "report: results/bench/report.md"
 
 clean:

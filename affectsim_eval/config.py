@@ -18,7 +18,7 @@ from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import MAX_ACTIONS, MAX_PLANNER_CALLS, SPLITS
 from affectsim_core.provenance import code_version
-from affectsim_eval.dataset.episodes import DATASET_DIR, load_split
+from affectsim_eval.dataset.episodes import DATASET_DIR, dataset_version, load_split, read_manifest
 from affectsim_eval.dataset.splits import stratified_subset
 from affectsim_nav.base_control import EXECUTIONS
 from affectsim_nav.policy import POLICIES
@@ -93,16 +93,50 @@ def select_episodes(cfg: EvalConfig, data: Path = DATA_DIR) -> list[Episode]:
     return sorted(eps, key=lambda e: (e.scene_id, e.episode_id))
 
 
-def run_meta(cfg: EvalConfig, eps: list[Episode], data: Path = DATA_DIR) -> dict:
-    """Run metadata: the configuration, code version, dataset and checkpoint checksums."""
-    checkpoints = {}
-    for n in cfg.recognizers:
-        m = Path(CHECKPOINT_DIR) / n / "manifest.json"
-        if m.is_file():
-            checkpoints[n] = json.loads(m.read_text()).get("weights_sha256")
-    manifest = json.loads((Path(data) / "episodes" / "manifest.json").read_text())
-    return {"config": cfg.as_dict(), "code_version": code_version(), "checkpoints": checkpoints,
-            "data_dir": str(Path(data).resolve()),
+def trained_on(recognizers: tuple[str, ...], checkpoints: Path = CHECKPOINT_DIR) -> dict[str, dict]:
+    """Recognizer -> its checkpoint's weights SHA-256, dataset version and split hashes, for the
+    recognizers that have a checkpoint (a manifest from before versions were recorded gets its version
+    computed from its split hashes)."""
+    out = {}
+    for n in recognizers:
+        path = Path(checkpoints) / n / "manifest.json"
+        if not path.is_file():
+            continue
+        m = json.loads(path.read_text())
+        splits = m.get("dataset_splits_sha256") or {}
+        out[n] = {"weights_sha256": m.get("weights_sha256"), "splits": splits,
+                  "dataset_version": m.get("dataset_version") or dataset_version(splits)}
+    return out
+
+
+def _short(splits: dict[str, str]) -> str:
+    return ", ".join(f"{s} {splits.get(s, '?')[:6]}…" for s in SPLITS)
+
+
+def run_meta(cfg: EvalConfig, eps: list[Episode], data: Path = DATA_DIR, allow_dataset_mismatch: bool = False,
+             checkpoints: Path = CHECKPOINT_DIR) -> dict:
+    """Run metadata: the configuration, code version, dataset version and checksums, and the checkpoints
+    with the dataset version each was trained on.
+
+    Refuses (naming both versions and their split hashes) when a checkpoint was trained on another
+    dataset version than the one evaluated, unless ``allow_dataset_mismatch``: the metadata then lists
+    those checkpoints under ``dataset_mismatch`` and the report's validity section states it."""
+    manifest = read_manifest(Path(data) / "episodes")
+    version, splits = manifest["version"], {s: v["sha256"] for s, v in manifest["splits"].items()}
+    ckpts = trained_on(cfg.recognizers, checkpoints)
+    mismatch = {n: c["dataset_version"] for n, c in ckpts.items() if c["dataset_version"] != version}
+    if mismatch and not allow_dataset_mismatch:
+        n = sorted(mismatch)[0]
+        raise InvalidInput(f"checkpoints.{n}.dataset_version", mismatch[n],
+                           f"{version!r}, the version of {Path(data) / 'episodes'} ({_short(splits)}); the checkpoint "
+                           f"was trained on {_short(ckpts[n]['splits'])}"
+                           + (f" (also mismatched: {', '.join(sorted(mismatch)[1:])})" if len(mismatch) > 1 else "")
+                           + f". Retrain it (`affectsim train {n}`) or run with --allow-dataset-mismatch "
+                           "(allow_dataset_mismatch:=true), which the report states")
+    return {"config": cfg.as_dict(), "code_version": code_version(),
+            "checkpoints": {n: c["weights_sha256"] for n, c in ckpts.items()},
+            "checkpoint_dataset_versions": {n: c["dataset_version"] for n, c in ckpts.items()},
+            "dataset_mismatch": mismatch, "data_dir": str(Path(data).resolve()), "dataset_version": version,
             DATASET_KEY: manifest["splits"][cfg.split]["sha256"],
             "episode_ids": [e.episode_id for e in eps]}
 

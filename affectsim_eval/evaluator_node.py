@@ -44,6 +44,8 @@ PARAMS: tuple[Param, ...] = (
     Param("max_actions", MAX_ACTIONS, "A-Obs action budget", bounds=(1, MAX_BUDGET)),
     Param("max_planner_calls", MAX_PLANNER_CALLS, "A-Obs global planner budget", bounds=(0, MAX_BUDGET)),
     Param("retry_failed", False, "re-run episodes recorded as failed"),
+    Param("allow_dataset_mismatch", False, "run although a checkpoint was trained on another dataset version "
+          "(the report states it)"),
     Param("episode_attempts", 3, "times an episode is evaluated before it is stored as failed (after a failure "
           "the evaluator waits for the graph to answer again)", bounds=(1, 10)),
     Param("data_dir", "", "directory with motions/, scenes/ and episodes/ ('' = the project's data/)"),
@@ -70,6 +72,7 @@ class EvaluatorNode(Node):
         self.out = Path(p["output_dir"])
         self.data = Path(p["data_dir"]) if p["data_dir"] else DATA_DIR
         self.episodes = select_episodes(self.cfg, self.data)  # a missing dataset is refused here, at start
+        self.meta = run_meta(self.cfg, self.episodes, self.data, bool(p["allow_dataset_mismatch"]))  # so is a mismatch
         self.error: str | None = None
         self._stopping = threading.Event()
         self._job = threading.Thread(target=self._run, name="evaluator-run", daemon=True)
@@ -121,7 +124,7 @@ class EvaluatorNode(Node):
                         return
                     yield res
 
-            summary = run_episodes(self.out, run_meta(self.cfg, self.episodes, self.data), self.episodes, serial,
+            summary = run_episodes(self.out, self.meta, self.episodes, serial,
                                    "the ROS graph", bool(self.p["retry_failed"]), log=log.info)
             if self._stopping.is_set():
                 return

@@ -88,13 +88,16 @@ def local_map(todo: list[Episode], cfg: dict, data: str, workers: int) -> Iterat
 
 
 def run_eval(out: Path, cfg: EvalConfig, workers: int = 2, ray_address: str | None = None,
-             retry_failed: bool = False, data: Path = DATA_DIR, log: Callable[[str], None] = print) -> RunSummary:
+             retry_failed: bool = False, data: Path = DATA_DIR, log: Callable[[str], None] = print,
+             allow_dataset_mismatch: bool = False) -> RunSummary:
     """Evaluate the run's pending episodes into ``out/results.sqlite`` (resuming a previous run);
-    ``data`` holds the motions, scenes and episodes."""
+    ``data`` holds the motions, scenes and episodes. A checkpoint trained on another dataset version is
+    refused unless ``allow_dataset_mismatch`` (:func:`~affectsim_eval.config.run_meta`)."""
     cfg.validate()
     if workers < 1:
         raise InvalidInput("workers", workers, "at least 1")
     eps = select_episodes(cfg, data)
+    meta = run_meta(cfg, eps, data, allow_dataset_mismatch)
 
     def evaluate(todo: list[Episode]) -> Iterable[EpisodeResult]:
         if ray_address:
@@ -102,4 +105,4 @@ def run_eval(out: Path, cfg: EvalConfig, workers: int = 2, ray_address: str | No
         return local_map(todo, cfg.as_dict(), str(data), workers)
 
     where = f"Ray {ray_address}" if ray_address else f"{workers} worker(s)"
-    return run_episodes(out, run_meta(cfg, eps, data), eps, evaluate, where, retry_failed, log)
+    return run_episodes(out, meta, eps, evaluate, where, retry_failed, log)

@@ -8,7 +8,8 @@
    so that a rerun gives the same weights), select the epoch with the best val macro-F1 and fit a
    softmax temperature on val.
 3. Write ``affectsim_perception/checkpoints/NAME/{weights.npz, manifest.json}``: weights SHA-256,
-   the dataset splits' SHA-256, subset sizes and seed, val / test metrics per view, per-class
+   the dataset version and splits' SHA-256 (the evaluator refuses a checkpoint trained on another
+   dataset version), subset sizes and seed, val / test metrics per view, per-class
    recall, and the code version.
 """
 
@@ -29,7 +30,7 @@ from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS
 from affectsim_core.provenance import code_version
-from affectsim_eval.dataset.episodes import DATASET_DIR, load_split
+from affectsim_eval.dataset.episodes import DATASET_DIR, load_split, read_manifest
 from affectsim_eval.training_data import DATA_DIR, GENERATOR, VIEWS, load_clips, render_split
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR
 from affectsim_perception.recognizers.committee import MEMBERS, load_members, member_probs
@@ -101,9 +102,10 @@ def _write(name: str, arrays: dict[str, np.ndarray], manifest: dict, out: Path) 
     return Path(out) / name
 
 
-def _split_hashes(root: Path) -> dict:
-    m = json.loads((Path(root) / "manifest.json").read_text())
-    return {s: v["sha256"] for s, v in m["splits"].items()}
+def _dataset(root: Path) -> dict:
+    """What a checkpoint records of the dataset it was trained on: its version and split hashes."""
+    m = read_manifest(root)
+    return {"dataset_version": m["version"], "dataset_splits_sha256": {s: v["sha256"] for s, v in m["splits"].items()}}
 
 
 def _metrics(y: np.ndarray, p: np.ndarray) -> dict:
@@ -116,7 +118,7 @@ def train(name: str, seed: int = 0, out: Path = CHECKPOINT_DIR, root: Path = DAT
           subset: dict | None = None, log: Callable[[str], None] = print) -> dict:
     if name not in TRAINABLE:
         raise InvalidInput("recognizer", name, f"one of {TRAINABLE} (the others have no weights to train)")
-    common = {"seed": seed, "dataset_splits_sha256": _split_hashes(root), "code_version": code_version(),
+    common = {"seed": seed, **_dataset(root), "code_version": code_version(),
               "command": f"affectsim train {name} --seed {seed}"}
     if name == "majority":
         counts = Counter(e.emotion for e in load_split("train", root))

@@ -46,9 +46,10 @@ def stage_seconds(records: list[dict]) -> dict[str, float]:
             "control": control, "recognition": t["recognition"], "d_star": t["d_star"]}
 
 
-def _ros(run: Path, ids: list[str], log) -> float:
+def _ros(run: Path, ids: list[str], log, allow_dataset_mismatch: bool = False) -> float:
     t0 = time.perf_counter()
-    with GraphProcesses("bench", args={"episodes": "0", "episode_ids": ",".join(ids), "output_dir": str(run)},
+    with GraphProcesses("bench", args={"episodes": "0", "episode_ids": ",".join(ids), "output_dir": str(run),
+                                       "allow_dataset_mismatch": str(allow_dataset_mismatch).lower()},
                         log_dir=run / "logs") as g:
         while g.poll()["evaluator"] is None:
             time.sleep(0.5)
@@ -57,7 +58,8 @@ def _ros(run: Path, ids: list[str], log) -> float:
     return time.perf_counter() - t0
 
 
-def run(out: Path | None = None, episodes: int = 12, split: str = "test", log=print) -> dict:
+def run(out: Path | None = None, episodes: int = 12, split: str = "test", log=print,
+        allow_dataset_mismatch: bool = False) -> dict:
     work = Path(out).with_suffix("") if out else Path("results/bench_full")
     if work.exists():
         shutil.rmtree(work)  # fresh runs: a resumed one would time nothing
@@ -69,10 +71,10 @@ def run(out: Path | None = None, episodes: int = 12, split: str = "test", log=pr
                      ("ray_2", {"workers": 2, "ray_address": "local"})):
         d = work / name
         t0 = time.perf_counter()
-        run_eval(d, cfg, data=DATA_DIR, log=lambda m: None, **kw)
+        run_eval(d, cfg, data=DATA_DIR, log=lambda m: None, allow_dataset_mismatch=allow_dataset_mismatch, **kw)
         walls[name], runs[name] = time.perf_counter() - t0, _load(d)
         log(f"[bench full] {name}: {walls[name]:.0f} s")
-    walls["ros_graph"] = _ros(work / "ros_graph", list(ids), log)
+    walls["ros_graph"] = _ros(work / "ros_graph", list(ids), log, allow_dataset_mismatch)
     runs["ros_graph"] = _load(work / "ros_graph")
     log(f"[bench full] ros_graph: {walls['ros_graph']:.0f} s (graph start-up included)")
 

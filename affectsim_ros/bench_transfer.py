@@ -57,7 +57,8 @@ def _records(run: Path) -> dict[str, EpisodeRecord]:
 
 def _run(run: Path, ids: list[str], args: dict[str, str], bridge: dict, log) -> float:
     t0 = time.perf_counter()
-    with GraphProcesses("bench", args={**args, "episodes": "0", "episode_ids": ",".join(ids), "output_dir": str(run)},
+    args = {**args, "episodes": "0", "episode_ids": ",".join(ids), "output_dir": str(run)}
+    with GraphProcesses("bench", args=args,
                         extra_params={"bridge": bridge} if bridge else None, log_dir=run / "logs") as g:
         while g.poll()["evaluator"] is None:
             time.sleep(0.5)
@@ -86,11 +87,13 @@ def agreement(a: dict[str, EpisodeRecord], b: dict[str, EpisodeRecord]) -> dict[
 
 
 def run(out: Path | None = None, episodes: int = 60, repeats: int = 2, real_time_factor: float = 1.0,
-        split: str = "test", work: Path | None = None, only: tuple[str, ...] = (), log=print) -> dict:
+        split: str = "test", work: Path | None = None, only: tuple[str, ...] = (), log=print,
+        allow_dataset_mismatch: bool = False) -> dict:
     """Run the conditions (``only``: those of them; the table covers every condition with a store)."""
     work = Path(work or "results/bench_transfer")
     ids = [e.episode_id for e in select_episodes(EvalConfig(split=split, episodes=episodes))]
-    conds = conditions(repeats, real_time_factor)
+    conds = {name: ({**args, "allow_dataset_mismatch": str(allow_dataset_mismatch).lower()}, bridge)
+             for name, (args, bridge) in conditions(repeats, real_time_factor).items()}
     unknown = sorted(set(only) - set(conds))
     if unknown:
         raise InvalidInput("--conditions", unknown, f"names from {', '.join(conds)}")

@@ -14,6 +14,7 @@
   affectsim launch robot [execution:=cmd_vel] [*_topic:=..]  nav and perception on a robot's own topics
   affectsim observe [--label EMOTION] [--out RUN]            one acquisition on the robot on the graph, stored
   affectsim train RECOGNIZER [--seed 0]                      train pose-temporal | rgb-clip | committee | majority
+  affectsim dataset build | validate | stats | fingerprint     compose, check, describe the episodes; CI hash check
   affectsim scenes list                                      built-in scenes
   affectsim params write | check                             config/bench.yaml from the nodes' declarations
 """
@@ -47,7 +48,7 @@ from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_eval.config import DATA_DIR, EvalConfig
 from affectsim_eval.dataset import build as dbuild
-from affectsim_eval.dataset import inspect
+from affectsim_eval.dataset import fingerprint, inspect
 from affectsim_eval.report import write_report
 from affectsim_eval.runner import run_eval
 from affectsim_eval.train import SUBSET, TRAINABLE, train
@@ -112,13 +113,15 @@ def _bench(ns: argparse.Namespace) -> int:
         for name in ("episodes", "workers"):
             if getattr(ns, name) < 1:
                 raise InvalidInput(f"--{name}", getattr(ns, name), "a positive integer")
-        bench_nav.run(Path(ns.out) if ns.out else None, ns.episodes, ns.workers, ns.split)
+        bench_nav.run(Path(ns.out) if ns.out else None, ns.episodes, ns.workers, ns.split,
+                      allow_dataset_mismatch=ns.allow_dataset_mismatch)
         return 0
     if ns.what == "perception":
         bench_perception.run(Path(ns.out) if ns.out else None)
         return 0
     if ns.what == "full":
-        bench_full.run(Path(ns.out) if ns.out else None, ns.episodes if ns.episodes != 100 else 12, ns.split)
+        bench_full.run(Path(ns.out) if ns.out else None, ns.episodes if ns.episodes != 100 else 12, ns.split,
+                       allow_dataset_mismatch=ns.allow_dataset_mismatch)
         return 0
     if ns.what == "soak":
         res = bench_soak.run(Path(ns.out) if ns.out else None, ns.lockstep_minutes, ns.hostile_minutes)
@@ -128,7 +131,8 @@ def _bench(ns: argparse.Namespace) -> int:
             raise InvalidInput("--repeats/--real-time-factor", (ns.repeats, ns.real_time_factor), ">= 1 and 0.1..10")
         bench_transfer.run(Path(ns.out) if ns.out else None, ns.episodes if ns.episodes != 100 else 60, ns.repeats,
                            ns.real_time_factor, ns.split, Path(ns.work) if ns.work else None,
-                           tuple(c for c in (ns.conditions or "").split(",") if c))
+                           tuple(c for c in (ns.conditions or "").split(",") if c),
+                           allow_dataset_mismatch=ns.allow_dataset_mismatch)
         return 0
     raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav, perception, full, soak, transfer")
 
@@ -152,7 +156,8 @@ def _eval(ns: argparse.Namespace) -> int:
                      recognizers=tuple(r for r in (ns.recognizers or ",".join(DEFAULT_RECOGNIZERS)).split(",") if r),
                      policy=ns.policy, max_actions=ns.max_actions, max_planner_calls=ns.max_planner_calls,
                      backend=ns.backend)
-    summary = run_eval(Path(ns.out), cfg, ns.workers, ns.ray, ns.retry_failed, Path(ns.data) if ns.data else DATA_DIR)
+    summary = run_eval(Path(ns.out), cfg, ns.workers, ns.ray, ns.retry_failed, Path(ns.data) if ns.data else DATA_DIR,
+                       allow_dataset_mismatch=ns.allow_dataset_mismatch)
     print(f"[eval] {summary.done} episodes evaluated ({summary.failed} failed), {summary.skipped} were already stored; "
           f"{summary.wall:.0f} s")
     if not ns.no_report and len(summary.failures) < summary.total:  # a report needs one finished episode
@@ -271,6 +276,8 @@ def _dataset(ns: argparse.Namespace) -> int:
     if ns.what == "stats":
         inspect.dataset_stats(root, Path(ns.png))
         return 0
+    if ns.what == "fingerprint":
+        return 1 if fingerprint.check(update=ns.update) else 0
     if ns.what in ("show", "counterfactual"):
         if not ns.episode:
             raise AffectSimError(f"dataset {ns.what} needs an EPISODE_ID")
@@ -332,6 +339,8 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--free-run-seconds", type=float, default=10.0)
     be.add_argument("--lockstep-minutes", type=float, default=30.0, help="soak: minutes of lockstep actions")
     be.add_argument("--hostile-minutes", type=float, default=10.0, help="soak: minutes of bad requests mixed with valid")
+    be.add_argument("--allow-dataset-mismatch", action="store_true",
+                    help="nav, full, transfer: run although a checkpoint was trained on another dataset version")
     be.add_argument("--repeats", type=int, default=2, help="transfer: runs of the continuous-time condition")
     be.add_argument("--real-time-factor", type=float, default=1.0, help="transfer: the free-running bridge's pace")
     be.add_argument("--conditions", default=None, help="transfer: run only these (comma-separated), e.g. lockstep")
@@ -366,6 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--ray", default=None, metavar="ADDRESS",
                     help="shard over a Ray cluster (e.g. 127.0.0.1:6379, or 'local' for a private one on 127.0.0.1)")
     ev.add_argument("--retry-failed", action="store_true", help="re-run episodes recorded as failed")
+    ev.add_argument("--allow-dataset-mismatch", action="store_true",
+                    help="run although a checkpoint was trained on another dataset version (the report states it)")
     ev.add_argument("--no-report", action="store_true", help="do not write report.md at the end")
     ev.set_defaults(fn=_eval)
     rp = sub.add_parser("report", help="write RUN/report.md (tables, figures, validity) from a run's results store")
@@ -388,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
     mo.add_argument("--out", default="results/previews")
     mo.set_defaults(fn=_motions)
     ds = sub.add_parser("dataset", help="compose, validate and inspect the episode dataset")
-    ds.add_argument("what", choices=["build", "validate", "stats", "show", "counterfactual"])
+    ds.add_argument("what", choices=["build", "validate", "stats", "show", "counterfactual", "fingerprint"])
     ds.add_argument("episode", nargs="?", help="show / counterfactual: EPISODE_ID")
     ds.add_argument("--emotion", choices=EMOTIONS, default="happy",
                     help="counterfactual: the emotion swapped in")
@@ -396,6 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "data" / "episodes"))
     ds.add_argument("--seed", type=int, default=0)
     ds.add_argument("--scale", type=float, default=1.0, help="fraction of the paper's episode counts (1.0: 27,647)")
+    ds.add_argument("--update", action="store_true", help="fingerprint: record the build as the new reference")
     ds.set_defaults(fn=_dataset)
     tr = sub.add_parser("train", help="train a recognizer on the train split (select on val) and write its checkpoint")
     tr.add_argument("recognizer", choices=TRAINABLE)

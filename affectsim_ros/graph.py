@@ -115,6 +115,9 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    node="evaluator"),
     LaunchArgument("retry_failed", "false", "evaluator: evaluate again the episodes the run stores as failed",
                    choices=("true", "false"), node="evaluator", param_type=lambda v: v == "true"),
+    LaunchArgument("allow_dataset_mismatch", "false", "evaluator: run although a checkpoint was trained on another "
+                   "dataset version (the report's validity section states it)", choices=("true", "false"),
+                   node="evaluator", param_type=lambda v: v == "true"),
     LaunchArgument("episode_attempts", "3", "evaluator: times an episode is evaluated before it is stored as failed",
                    check=_int_in(1, 10), expected="an integer in [1, 10]", node="evaluator", param_type=int),
     LaunchArgument("record", "false", "evaluator: MCAP recording of every A-Obs episode (output_dir/recordings)",

@@ -36,6 +36,7 @@ from affectsim_core.ros.conversions import diagnostics_from_msg, from_time, imag
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.sensors import rgb_array
 from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES
+from affectsim_eval.config import trained_on
 from affectsim_eval.store import ResultsStore
 from affectsim_interfaces.action import AcquireObservation, Recognize
 from affectsim_nav.ros_world import frame_observation
@@ -123,8 +124,10 @@ def observe(label: str | None = None, out: Path | None = None, episode_id: str =
                "predictions": {s: {n: preds[s][n].label or None for n in names} for s in clips}}
     if out is not None:
         record = _record(episode_id, label, preds, names, res, fallback, start, seen[0] if seen else start[:2])
+        ckpts = trained_on(tuple(names))  # this install's checkpoints, which a perception node here loads
         meta = {"config": {"split": ROBOT, "policy": policy or "default", "recognizers": names, "execution": "robot"},
-                "code_version": code_version()}
+                "code_version": code_version(), "checkpoints": {n: c["weights_sha256"] for n, c in ckpts.items()},
+                "checkpoint_dataset_versions": {n: c["dataset_version"] for n, c in ckpts.items()}}
         Path(out).mkdir(parents=True, exist_ok=True)
         with ResultsStore.open(Path(out) / "results.sqlite", meta) as store:
             store.put({**record.to_dict(), "status": "ok", "reason": "", "wall_s": 0.0, "worker": ROBOT, "timing": {}})

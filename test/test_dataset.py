@@ -10,7 +10,8 @@ import pytest
 from affectsim_bridge.humans.library import Library
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import CHALLENGES
-from affectsim_eval.dataset.episodes import load_split, write_split
+from affectsim_eval.dataset.episodes import dataset_version, load_split, read_manifest, write_split
+from affectsim_eval.dataset.fingerprint import SCALE, differences, read_reference
 from affectsim_eval.dataset.inspect import counterfactual, validate_dataset
 from affectsim_eval.dataset.splits import stratified_subset
 
@@ -89,3 +90,38 @@ def test_stratified_subsets_of_any_size_are_proportional_and_seeded(small):
     assert [e.episode_id for e in few] == [e.episode_id for e in stratified_subset(eps, 2, seed=1)]
     with pytest.raises(InvalidInput, match="episodes=0 is invalid"):
         stratified_subset(eps, 0)
+
+
+def test_the_dataset_version_is_recorded_and_checked_against_the_split_hashes(small, tmp_path):
+    root, manifest = small
+    hashes = {s: manifest["splits"][s]["sha256"] for s in ("train", "val", "test")}
+    assert manifest["version"] == dataset_version(hashes) == read_manifest(root / "episodes")["version"]
+    assert dataset_version({**hashes, "test": "0" * 64}) != manifest["version"]  # any split changes it
+    copy = tmp_path / "episodes"
+    shutil.copytree(root / "episodes", copy)
+    edited = {**manifest, "version": "0123456789ab"}
+    (copy / "manifest.json").write_text(json.dumps(edited))
+    with pytest.raises(InvalidInput, match=f"manifest.version='0123456789ab' is invalid; expected '{manifest['version']}'"):
+        load_split("test", copy)
+    del edited["version"]  # a manifest from before versions were recorded: computed from its hashes
+    (copy / "manifest.json").write_text(json.dumps(edited))
+    assert read_manifest(copy)["version"] == manifest["version"]
+
+
+def test_fingerprint_differences_name_both_hashes(small, tmp_path):
+    _, manifest = small
+    built = {"seed": 0, "scale": 0.004, "version": manifest["version"],
+             "episodes": {s: manifest["splits"][s]["episodes"] for s in ("train", "val", "test")},
+             "splits_sha256": {s: manifest["splits"][s]["sha256"] for s in ("train", "val", "test")}}
+    assert differences(built, built) == []
+    ref = json.loads(json.dumps(built))
+    ref["splits_sha256"]["val"], ref["version"] = "f" * 64, "abcdefabcdef"
+    diff = differences(built, ref)
+    assert diff[0] == f"dataset version: built {built['version']}, reference abcdefabcdef"
+    assert diff[1].startswith(f"val split SHA-256: built {built['splits_sha256']['val']}, reference {'f' * 64}")
+    assert len(diff) == 2
+    bad = tmp_path / "ref.json"
+    bad.write_text(json.dumps({"seed": 0}))
+    with pytest.raises(InvalidInput, match="dataset reference.scale"):
+        read_reference(bad)
+    assert read_reference()["scale"] == SCALE  # the committed reference (CI rebuilds it: make dataset-check)

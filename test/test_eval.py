@@ -4,6 +4,7 @@ an episode, Ray shards give the same records, the report has every table, bad in
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -20,8 +21,8 @@ from rosbags.highlevel import AnyReader
 from affectsim_core.errors import InvalidInput
 from affectsim_core.record import comparable
 from affectsim_core.ros.env import loopback_env, pick_domain_id
-from affectsim_eval.config import EvalConfig
-from affectsim_eval.dataset.episodes import load_split
+from affectsim_eval.config import EvalConfig, run_meta, trained_on
+from affectsim_eval.dataset.episodes import load_split, read_manifest
 from affectsim_eval.loop import evaluate_safely
 from affectsim_eval.ray_shards import _start
 from affectsim_eval.recording import typestore
@@ -32,6 +33,7 @@ from affectsim_ros.launcher import GraphProcesses
 
 AFFECTSIM = [sys.executable, "-m", "affectsim_ros.cli"]
 FAST = "majority,uniform"  # references: no model inference, so these tests time the pipeline only
+SMALL = {"allow_dataset_mismatch": "true"}  # the small test dataset is not the one the checkpoints were trained on
 
 
 def _records(run) -> dict[str, dict]:
@@ -43,10 +45,11 @@ def test_ros_graph_records_equal_in_process_records_and_mcap_is_readable(small_d
     data, _ = small_data
     ids = ("test_dy_000000",)
     recs = ("pose-temporal", "majority")
-    run_eval(tmp_path / "offline", EvalConfig(ids=ids, recognizers=recs), workers=1, data=data, log=lambda m: None)
+    run_eval(tmp_path / "offline", EvalConfig(ids=ids, recognizers=recs), workers=1, data=data, log=lambda m: None,
+             allow_dataset_mismatch=True)
     ros = tmp_path / "ros"
     with GraphProcesses("bench", args={"episodes": "0", "episode_ids": ",".join(ids), "recognizers": ",".join(recs),
-                                       "output_dir": str(ros), "record": "true"},
+                                       "output_dir": str(ros), "record": "true", **SMALL},
                         extra_params={"bridge": {"motion_library": str(data / "motions")},
                                       "evaluator": {"data_dir": str(data)}},
                         log_dir=tmp_path / "logs") as g:
@@ -91,7 +94,7 @@ def _failed_episodes_end_the_evaluator_non_zero(data, episode_id: str, domain_id
         logs = tmp_path / f"failing_logs{run}"
         with GraphProcesses("bench", nodes=("evaluator",), domain_id=domain_id, log_dir=logs,
                             args={"episodes": "0", "episode_ids": episode_id, "recognizers": FAST,
-                                  "output_dir": str(out), "retry_failed": retry, "episode_attempts": attempts},
+                                  "output_dir": str(out), "retry_failed": retry, "episode_attempts": attempts, **SMALL},
                             extra_params={"evaluator": {"data_dir": str(broken)}}) as ev:
             deadline = time.monotonic() + 120
             while ev.poll()["evaluator"] is None and time.monotonic() < deadline:
@@ -113,10 +116,10 @@ def test_a_bridge_stall_during_the_benchmark_loses_no_episode(small_data, tmp_pa
     data, _ = small_data
     ids = ("test_ag_000000", "test_ag_000001")
     run_eval(tmp_path / "offline", EvalConfig(ids=ids, recognizers=tuple(FAST.split(","))), workers=1, data=data,
-             log=lambda m: None)
+             log=lambda m: None, allow_dataset_mismatch=True)
     ros = tmp_path / "ros"
     with GraphProcesses("bench", args={"episodes": "0", "episode_ids": ",".join(ids), "recognizers": FAST,
-                                       "output_dir": str(ros)},
+                                       "output_dir": str(ros), **SMALL},
                         extra_params={"bridge": {"motion_library": str(data / "motions")},
                                       "evaluator": {"data_dir": str(data)}},
                         log_dir=tmp_path / "logs") as g:
@@ -143,7 +146,7 @@ def _a_stopped_evaluator_stores_no_failure(data, episode_id: str, domain_id: int
     """SIGINT while an episode runs: the evaluator exits 0 and stores nothing for it (a rerun evaluates it)."""
     out, logs = tmp_path / "stopped", tmp_path / "stopped_logs"
     with GraphProcesses("bench", nodes=("evaluator",), domain_id=domain_id, log_dir=logs,
-                        args={"episodes": "0", "episode_ids": episode_id, "recognizers": FAST, "output_dir": str(out)},
+                        args={"episodes": "0", "episode_ids": episode_id, "recognizers": FAST, "output_dir": str(out), **SMALL},
                         extra_params={"evaluator": {"data_dir": str(data)}}) as ev:
         deadline = time.monotonic() + 120
         while "to run on the ROS graph" not in (logs / "evaluator.log").read_text() and time.monotonic() < deadline:
@@ -159,7 +162,7 @@ def test_killed_run_resumes_without_losing_or_recomputing(small_data, tmp_path):
     data, _ = small_data
     ids = "test_ag_000000,test_ag_000001,test_ag_000002"
     cmd = [*AFFECTSIM, "eval", "--ids", ids, "--recognizers", FAST, "--workers", "1", "--data", str(data),
-           "--out", str(tmp_path), "--no-report"]
+           "--out", str(tmp_path), "--no-report", "--allow-dataset-mismatch"]
     proc = subprocess.Popen(cmd, env=loopback_env(pick_domain_id()), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     db = tmp_path / "results.sqlite"
@@ -196,6 +199,8 @@ def test_killed_run_resumes_without_losing_or_recomputing(small_data, tmp_path):
     report = write_report(tmp_path).read_text()
     for section in ("Validity", "Table 3", "Table 4", "Table 5", "Table 6", "Per-class recall", "episode family"):
         assert section in report
+    assert "**Checkpoints trained on another dataset** (the run was started with --allow-dataset-mismatch): `majority`" \
+        in report
     assert (tmp_path / "figures" / "paired_macro_f1.png").is_file()
 
 
@@ -248,7 +253,8 @@ def test_bad_input_is_refused_at_start(small_data, tmp_path):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "results.sqlite").write_bytes(b"not a database at all" * 100)
     with pytest.raises(InvalidInput, match="results store"):
-        run_eval(tmp_path / "bad", EvalConfig(ids=("test_ag_000000",), recognizers=("majority",)), data=data)
+        run_eval(tmp_path / "bad", EvalConfig(ids=("test_ag_000000",), recognizers=("majority",)), data=data,
+                 allow_dataset_mismatch=True)
     proc = subprocess.run([*AFFECTSIM, "launch", "bench", "episodes:=-3"], env=loopback_env(pick_domain_id()),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "launch argument episodes='-3' is invalid" in proc.stderr
@@ -257,12 +263,45 @@ def test_bad_input_is_refused_at_start(small_data, tmp_path):
     assert proc.returncode == 2 and "launch argument recognizers" in proc.stderr
 
 
+def test_a_checkpoint_trained_on_another_dataset_version_is_refused_unless_allowed(small_data, tmp_path):
+    data, _ = small_data
+    version = read_manifest(data / "episodes")["version"]
+    shipped = trained_on(("majority",))["majority"]
+    assert shipped["dataset_version"] != version  # the shipped checkpoints were trained on the full dataset
+    cfg = EvalConfig(ids=("test_ag_000000",), recognizers=("majority", "uniform"))
+    with pytest.raises(InvalidInput, match=f"checkpoints.majority.dataset_version='{shipped['dataset_version']}' is "
+                                           f"invalid; expected '{version}'.* the checkpoint was trained on train "
+                                           f"{shipped['splits']['train'][:6]}"):
+        run_eval(tmp_path / "refused", cfg, data=data, log=lambda m: None)
+    assert not (tmp_path / "refused").exists()  # refused before any work
+    logs = tmp_path / "refused_logs"  # the evaluator node refuses at start, before joining any episode
+    with GraphProcesses("bench", nodes=("evaluator",), log_dir=logs,
+                        args={"episodes": "0", "episode_ids": "test_ag_000000", "recognizers": "majority",
+                              "output_dir": str(tmp_path / "refused")},
+                        extra_params={"evaluator": {"data_dir": str(data)}}) as ev:
+        deadline = time.monotonic() + 120
+        while ev.poll()["evaluator"] is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        code = ev.poll()["evaluator"]
+    log = (logs / "evaluator.log").read_text()
+    assert code == 2 and "checkpoints.majority.dataset_version" in log and "Traceback" not in log, log
+    assert not (tmp_path / "refused").exists()
+    # a checkpoint trained on this version runs, and the metadata says which version each was trained on
+    ck = tmp_path / "checkpoints" / "majority"
+    ck.mkdir(parents=True)
+    (ck / "manifest.json").write_text(json.dumps({"weights_sha256": "0" * 64, "dataset_version": version}))
+    meta = run_meta(cfg, [], data, checkpoints=tmp_path / "checkpoints")
+    assert meta["dataset_mismatch"] == {} and meta["checkpoint_dataset_versions"] == {"majority": version}
+    assert meta["dataset_version"] == version
+
+
 @pytest.mark.slow
 def test_ray_shards_equal_a_local_run(small_data, tmp_path):
     data, _ = small_data
     cfg = EvalConfig(ids=("test_ag_000003", "test_ag_000004"), recognizers=("majority", "uniform"))
-    run_eval(tmp_path / "local", cfg, workers=1, data=data, log=lambda m: None)
-    run_eval(tmp_path / "ray", cfg, workers=2, ray_address="local", data=data, log=lambda m: None)
+    run_eval(tmp_path / "local", cfg, workers=1, data=data, log=lambda m: None, allow_dataset_mismatch=True)
+    run_eval(tmp_path / "ray", cfg, workers=2, ray_address="local", data=data, log=lambda m: None,
+             allow_dataset_mismatch=True)
     assert _records(tmp_path / "local") == _records(tmp_path / "ray")
 
 

@@ -20,7 +20,7 @@ from affectsim_bridge.humans.motion import load_motion
 from affectsim_core.errors import InvalidInput
 from affectsim_core.names import inside
 from affectsim_eval.config import DATASET_KEY
-from affectsim_eval.dataset.episodes import load_split
+from affectsim_eval.dataset.episodes import dataset_version, load_split
 from affectsim_eval.loop import run_episodes
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR, load_checkpoint
 
@@ -34,6 +34,7 @@ def _rewrite_split(root: Path, split: str, edit) -> None:
     path.write_bytes(raw)
     manifest = json.loads((root / "manifest.json").read_text())
     manifest["splits"][split]["sha256"] = hashlib.sha256(raw).hexdigest()
+    manifest["version"] = dataset_version({s: v["sha256"] for s, v in manifest["splits"].items()})
     (root / "manifest.json").write_text(json.dumps(manifest))
 
 
@@ -65,6 +66,7 @@ def test_garbled_and_misshapen_dataset_files_are_named(episodes):
     (episodes / "test.json.gz").write_bytes(garbled)
     manifest = json.loads((episodes / "manifest.json").read_text())
     manifest["splits"]["test"]["sha256"] = hashlib.sha256(garbled).hexdigest()
+    manifest.pop("version")  # as written before versions were recorded: computed from the split hashes
     (episodes / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(InvalidInput, match=r"test\.json\.gz.*gzipped JSON"):
         load_split("test", episodes)

@@ -38,7 +38,7 @@ def test_a_plugin_policy_runs_in_worker_processes(small_data, tmp_path):
     out = tmp_path / "run"
     proc = subprocess.run([sys.executable, "-m", "affectsim_ros.cli", "eval", "--ids", "test_ag_000000,test_ag_000001",
                            "--policy", "spin-test", "--recognizers", "majority", "--workers", "2", "--max-actions", "6",
-                           "--data", str(data), "--out", str(out), "--no-report"],
+                           "--data", str(data), "--out", str(out), "--no-report", "--allow-dataset-mismatch"],
                           env=_env(tmp_path, "user_policies"), capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     with ResultsStore.open(out / "results.sqlite") as store:

@@ -36,7 +36,7 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import quat_from_yaw
 from affectsim_core.protocol import CHALLENGES, SPLITS
 from affectsim_eval.dataset.composer import SceneContext, describe, place_target, robot_start
-from affectsim_eval.dataset.episodes import DATASET_DIR, write_split
+from affectsim_eval.dataset.episodes import DATASET_DIR, dataset_version, write_split
 
 TARGETS = {  # Table 2 of the paper
     "train": {"action_grounded": 11999, "observation_controlled": 6643, "dyadic": 1020},
@@ -217,8 +217,10 @@ def build_dataset(out: Path = DATASET_DIR, seed: int = 0, scale: float = 1.0, mo
             counts = Counter(e.family for e in eps)
             manifest["splits"][split] = {"file": f"{split}.json.gz", "sha256": sha, "episodes": len(eps),
                                          "families": dict(counts)}
+        manifest["version"] = dataset_version({s: v["sha256"] for s, v in manifest["splits"].items()})
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1))
-    log(f"[dataset] built {len(episodes)} of {len(jobs)} episodes in {report['seconds']} s -> {out}")
+    log(f"[dataset] built {len(episodes)} of {len(jobs)} episodes in {report['seconds']} s -> {out} "
+        f"(dataset version {manifest['version']})")
     for split in SPLITS:
         log(f"[dataset]   {split}: {manifest['splits'][split]['families']}")
     log(f"[dataset] rejected candidates by reason: {report['rejected_candidates']}")

@@ -4,7 +4,8 @@
 
 Each episode is an :class:`~affectsim_core.episode.Episode` (its JSON form is documented there).
 
-A manifest (``manifest.json``) lists each split file with its SHA-256 and counts. Files are
+A manifest (``manifest.json``) lists each split file with its SHA-256 and counts, and the dataset's
+:func:`dataset_version` (a hash of the split hashes). Files are
 written to a temporary name and renamed; the loader checks checksum, schema and references
 and names the episode and field of any problem.
 """
@@ -32,6 +33,40 @@ MAX_SPLIT_JSON_BYTES = 512 * 2 ** 20  # its JSON once decompressed (train: 15 MB
 DATASET_DIR = Path(__file__).resolve().parents[2] / "data" / "episodes"
 
 
+def dataset_version(split_sha256: dict[str, str]) -> str:
+    """The dataset's version: the first 12 hex digits of the SHA-256 over its split files' SHA-256 in
+    split order (train, val, test; a missing split counts as empty). Content-addressed: any change to any episode changes it; recorded
+    in the dataset manifest, every checkpoint manifest and every run's metadata."""
+    return hashlib.sha256(",".join(f"{s}:{split_sha256.get(s, '')}" for s in SPLITS).encode()).hexdigest()[:12]
+
+
+def read_manifest(root: Path = DATASET_DIR) -> dict:
+    """The dataset manifest, checked: size, JSON, a split table, and a ``version`` (when recorded) that
+    matches the split hashes. Manifests written before versions were recorded get theirs computed."""
+    path = Path(root) / "manifest.json"
+    if not path.is_file():
+        raise InvalidInput("dataset", str(root), "a built dataset (run `affectsim dataset build`)")
+    if path.stat().st_size > MAX_MANIFEST_BYTES:
+        raise InvalidInput("manifest.json", f"{path.stat().st_size} bytes", f"at most {MAX_MANIFEST_BYTES}")
+    try:
+        manifest = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput("manifest.json", str(path), f"valid JSON ({exc})") from None
+    splits = manifest.get("splits") if isinstance(manifest, dict) else None
+    if not isinstance(splits, dict):
+        raise InvalidInput("manifest.splits", type(splits).__name__, "a mapping of split name to file entry",
+                           where=str(path))
+    for split, entry in splits.items():
+        if not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str) and isinstance(entry.get("file"), str)):
+            raise InvalidInput(f"manifest.splits.{split}", entry, '{"file": name, "sha256": hex digest, ...}',
+                               where=str(path))
+    version = dataset_version({s: e["sha256"] for s, e in splits.items()})
+    if manifest.setdefault("version", version) != version:
+        raise InvalidInput("manifest.version", manifest["version"], f"{version!r}, the version of its split hashes",
+                           where=str(path))
+    return manifest
+
+
 def write_split(path: Path, split: str, episodes: list[Episode]) -> str:
     """Write a split file atomically; returns its SHA-256."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -57,24 +92,10 @@ def load_split(split: str, root: Path = DATASET_DIR, scenes: set[str] | None = N
     if split not in SPLITS:
         raise InvalidInput("split", split, f"one of {SPLITS}")
     manifest_path = Path(root) / "manifest.json"
-    if not manifest_path.is_file():
-        raise InvalidInput("dataset", str(root), "a built dataset (run `affectsim dataset build`)")
-    if manifest_path.stat().st_size > MAX_MANIFEST_BYTES:
-        raise InvalidInput("manifest.json", f"{manifest_path.stat().st_size} bytes", f"at most {MAX_MANIFEST_BYTES}")
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput("manifest.json", str(manifest_path), f"valid JSON ({exc})") from None
-    splits = manifest.get("splits") if isinstance(manifest, dict) else None
-    if not isinstance(splits, dict):
-        raise InvalidInput("manifest.splits", type(splits).__name__, "a mapping of split name to file entry",
-                           where=str(manifest_path))
+    splits = read_manifest(root)["splits"]
     entry = splits.get(split)
     if entry is None:
         raise InvalidInput("manifest.splits", sorted(splits), f"an entry for {split!r}", where=str(manifest_path))
-    if not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str) and isinstance(entry.get("file"), str)):
-        raise InvalidInput(f"manifest.splits.{split}", entry, '{"file": name, "sha256": hex digest, ...}',
-                           where=str(manifest_path))
     path = inside(Path(root), entry["file"], field=f"manifest.splits.{split}.file")
     try:
         size = path.stat().st_size
