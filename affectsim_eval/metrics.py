@@ -29,9 +29,6 @@ from affectsim_core.record import Diagnostics, EpisodeRecord
 from affectsim_core.registry import Registry
 
 GROUP = "group"  # reserved key: the result over recognizer means
-#: The paper's Table 6 (its baseline's acquisition diagnostics), percentages and metres.
-TABLE6_PAPER = {"handoff_pct": 47.73, "mean_path_m": 23.23, "path_before_handoff_pct": 97.4,
-                "budget_exhausted_pct": 52.27, "clipped_pct": 14.10}
 NO_PREDICTION = -1
 
 

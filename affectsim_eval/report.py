@@ -27,18 +27,24 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS, ESPL_RADII, SETTINGS
 from affectsim_core.record import EpisodeRecord
 from affectsim_eval.config import DATA_DIR
-from affectsim_eval.metrics import METRICS, TABLE6_PAPER, compute_all, group_ogr, ogr
+from affectsim_eval import paper
+from affectsim_eval.metrics import METRICS, compute_all, group_ogr, ogr
 from affectsim_eval.store import ResultsStore
 
 REFERENCES = ("majority", "uniform")
 NAMES = {"p_init": "P-Init", "p_ref": "P-Ref", "p_mon": "P-Mon", "a_obs": "A-Obs"}
-PAPER = {"open-source": {"p_init": 9.89, "p_ref": 15.56, "a_obs": 11.70, "ogr": 32.0},
-         "closed-source": {"p_init": 22.61, "p_ref": 30.78, "a_obs": 24.26, "ogr": 20.1}}
 MAPS = 4  # example episodes in the trajectory figure
 
 
 def _pct(v: float | None, nd: int = 1) -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.{nd}f}"
+
+
+def _gain(a: float | None, b: float | None) -> str:
+    """a − b in percentage points, signed."""
+    if a is None or b is None or math.isnan(a) or math.isnan(b):
+        return "–"
+    return f"{100 * (a - b):+.1f}"
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -57,21 +63,39 @@ def summarize(records: Sequence[EpisodeRecord]) -> dict:
     has_ref = "p_ref" in settings
     m = compute_all(records, [i for i in METRICS.names() if has_ref or i != "ogr"])
     f1 = m["macro_f1"]
-    group = {s: float(np.mean([f1[n][s] for n in models])) for s in settings} if models else {}
     new = [r for r in records if not r.a_obs.fallback]
+    new_f1 = compute_all(new, ["macro_f1"])["macro_f1"] if new else None
     fams = sorted({r.family for r in records})
+    family = {}
+    for f in fams:
+        ff1 = compute_all([r for r in records if r.family == f], ["macro_f1"])["macro_f1"]
+        family[f] = {"n": sum(r.family == f for r in records), "macro_f1": ff1, "group": _mean(ff1, models, settings)}
+    recall = m["per_class_recall"]
     return {
         "n": len(records), "recognizers": names, "models": models, "settings": settings, "macro_f1": f1,
-        "group": group,
+        "group": _mean(f1, models, settings),
         "ogr": {n: ogr(f1[n]["p_init"], f1[n]["p_ref"], f1[n]["a_obs"]) if has_ref else None for n in names},
         "group_ogr": group_ogr([f1[n] for n in models]) if models and has_ref else None,
-        "new_obs": {"n": len(new), "macro_f1": compute_all(new, ["macro_f1"])["macro_f1"] if new else None},
+        "new_obs": {"n": len(new), "macro_f1": new_f1, "group": _mean(new_f1, models, settings) if new else {}},
         "recovery": m["recovery_rate"], "e_spl": {r: m[f"e_spl@{r}"] for r in ESPL_RADII},
-        "table6": m["table6"], "recall": m["per_class_recall"],
-        "family": {f: {"n": sum(r.family == f for r in records),
-                       "macro_f1": compute_all([r for r in records if r.family == f], ["macro_f1"])["macro_f1"]}
-                   for f in fams},
+        "group_recovery": _nanmean([m["recovery_rate"][n] for n in models]),
+        "group_e_spl": {r: _nanmean([m[f"e_spl@{r}"][n]["value"] for n in models]) for r in ESPL_RADII},
+        "table6": m["table6"], "recall": recall,
+        "group_recall": {x: {e: _nanmean([recall[n][x][e] for n in models]) for e in EMOTIONS} for x in settings}
+        if models else {},
+        "family": family,
     }
+
+
+def _nanmean(values: list) -> float | None:
+    """Mean of the defined values (None when there are none)."""
+    vals = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return float(np.mean(vals)) if vals else None
+
+
+def _mean(per_recognizer: dict, models: list[str], settings: list[str]) -> dict:
+    """Group means per setting over the trained recognizers ({} without any)."""
+    return {x: float(np.mean([per_recognizer[n][x] for n in models])) for x in settings} if models else {}
 
 
 def validity(s: dict) -> list[str]:
@@ -100,6 +124,19 @@ def validity(s: dict) -> list[str]:
     return out
 
 
+def provenance(meta: dict) -> list[str]:
+    """Whether the checkpoints were trained on the dataset version this run evaluates."""
+    version, mismatch = meta.get("dataset_version"), meta.get("dataset_mismatch") or {}
+    if mismatch:
+        by = {v: sorted(n for n in mismatch if mismatch[n] == v) for v in set(mismatch.values())}
+        return [f"- **Checkpoints trained on another dataset** (the run was started with --allow-dataset-mismatch): "
+                + "; ".join(f"{', '.join(f'`{n}`' for n in names)} on version `{v}`" for v, names in sorted(by.items()))
+                + f", while this run evaluates version `{version}`. Their scores are not those of the shipped protocol."]
+    if version is None:
+        return ["- The dataset version is not recorded (a run from before versions were)."]
+    return [f"- Dataset version `{version}`; every checkpoint of this run was trained on it."]
+
+
 def render(s: dict, meta: dict, failures: list[tuple[str, str]], figures: dict[str, str]) -> str:
     names, f1 = s["recognizers"], s["macro_f1"]
     cfg = meta.get("config", {})
@@ -107,54 +144,78 @@ def render(s: dict, meta: dict, failures: list[tuple[str, str]], figures: dict[s
              f"{s['n']} episodes of the {cfg.get('split', '?')} split"
              f"{' (stratified subset)' if cfg.get('episodes') else ''}, policy `{cfg.get('policy', '?')}`, "
              f"code `{meta.get('code_version', '?')}`; {len(failures)} failed episode(s). Scores are percentages.", "",
-             "## Validity: do the paper's findings hold here?", "", *validity(s), "",
+             "## Validity: do the paper's findings hold here?", "", *provenance(meta), *validity(s), "",
              "## Table 3: Macro-F1 per recognizer and setting", ""]
+    group = ["**group (trained)**"] if s["group"] else []
     rows = []
-    for n in names + (["**group (trained)**"] if s["group"] else []):
+    for n in names + group:
         m = f1[n] if n in f1 else s["group"]
         o = s["ogr"].get(n) if n in f1 else s["group_ogr"]
-        rows.append([n] + [_pct(m[x]) for x in s["settings"]] + [f"{100 * (m['a_obs'] - m['p_init']):+.1f}", _pct(o)])
+        rows.append([n] + [_pct(m[x]) for x in s["settings"]] + [_gain(m["a_obs"], m["p_init"]), _pct(o)])
     lines += [_table(["recognizer", *(NAMES[x] for x in s["settings"]), "Δgain", "OGR %"], rows), "",
-              f"Paper (group means): open-source {PAPER['open-source']['p_init']} / {PAPER['open-source']['p_ref']} / "
-              f"{PAPER['open-source']['a_obs']} (OGR 32.0 %), closed-source {PAPER['closed-source']['p_init']} / "
-              f"{PAPER['closed-source']['p_ref']} / {PAPER['closed-source']['a_obs']} (OGR 20.1 %).", ""]
+              "Paper (group means): " + "; ".join(
+                  f"{g} " + " / ".join(f"{NAMES[x]} {v[x]}" for x in SETTINGS) + f", Δgain {v['gain']} (OGR {v['ogr']} %)"
+                  for g, v in paper.TABLE3.items()) + ".",
+              f"Chance floors (five balanced classes): always one class {paper.CHANCE['single class']}, uniform random "
+              f"{paper.CHANCE['uniform']}.", ""]
     if "paired" in figures:
         lines += [f"![paired Macro-F1]({figures['paired']})", ""]
     new = s["new_obs"]
     lines += ["## Table 4: complete set vs new-observation subset", "",
               f"New-observation subset: the {new['n']} episodes where A-Obs made a stable handoff and recorded its own "
-              f"clip (the others fall back to the P-Init clip).", ""]
+              f"clip (the others fall back to the P-Init clip). Gain = A-Obs − P-Init (points).", ""]
     rows = []
-    for n in names:
-        nf = new["macro_f1"][n] if new["macro_f1"] else None
-        rows.append([n, _pct(f1[n]["p_init"]), _pct(f1[n]["a_obs"]),
-                     _pct(nf["p_init"]) if nf else "–", _pct(nf["a_obs"]) if nf else "–"])
-    lines += [_table(["recognizer", "all: P-Init", "all: A-Obs", "new: P-Init", "new: A-Obs"], rows), ""]
+    for n in names + group:
+        a = f1[n] if n in f1 else s["group"]
+        nf = (new["macro_f1"][n] if n in f1 else new["group"]) if new["macro_f1"] else None
+        rows.append([n, _pct(a["p_init"]), _pct(a["a_obs"]), _gain(a["a_obs"], a["p_init"]),
+                     *((_pct(nf["p_init"]), _pct(nf["a_obs"]), _gain(nf["a_obs"], nf["p_init"])) if nf else ("–",) * 3)])
+    lines += [_table(["recognizer", f"all ({s['n']}): P-Init", "A-Obs", "gain", f"new ({new['n']}): P-Init", "A-Obs",
+                      "gain"], rows), "",
+              "Paper: " + "; ".join(f"{g} complete {v['all'][0]} episodes {' / '.join(v['all'][1:])}, new-observation "
+                                   f"{v['new'][0]} episodes {' / '.join(v['new'][1:])}" for g, v in paper.TABLE4.items())
+              + " (P-Init / A-Obs / gain).", ""]
     lines += ["## Table 5: Recovery Rate and E-SPL@r", ""]
     rows = [[n, _pct(s["recovery"][n])] + [_pct(s["e_spl"][r][n]["value"]) for r in ESPL_RADII] for n in names]
+    if s["group"]:
+        rows.append([group[0], _pct(s["group_recovery"])] + [_pct(s["group_e_spl"][r]) for r in ESPL_RADII])
     valid = [s["e_spl"][r][names[0]]["n_valid"] for r in ESPL_RADII]
     lines += [_table(["recognizer", "Recovery Rate", "E-SPL@1", "E-SPL@3", "E-SPL@5"], rows), "",
               f"Valid episodes per radius (non-empty, reachable target region): 1 m {valid[0]}, 3 m {valid[1]}, "
-              f"5 m {valid[2]} of {s['n']}.", ""]
+              f"5 m {valid[2]} of {s['n']}.",
+              "Paper (group means, Recovery / E-SPL@1 / @3 / @5): "
+              + "; ".join(f"{g} {' / '.join(v)}" for g, v in paper.TABLE5.items()) + ".", ""]
     t6 = s["table6"]
+    p6 = paper.TABLE6
     lines += ["## Table 6: acquisition diagnostics", "",
               _table(["diagnostic", "here", "paper"],
-                     [["stable handoff (% episodes)", f"{t6['handoff_pct']:.1f}", f"{TABLE6_PAPER['handoff_pct']:.2f}"],
-                      ["mean path (m / episode)", f"{t6['mean_path_m']:.2f}", f"{TABLE6_PAPER['mean_path_m']:.2f}"],
+                     [["stable handoff (% episodes)", f"{t6['handoff_pct']:.1f}", p6["handoff_pct"]],
+                      ["mean path (m / episode)", f"{t6['mean_path_m']:.2f}", p6["mean_path_m"]],
                       ["path before handoff (% of locomotion)", f"{t6['path_before_handoff_pct']:.1f}",
-                       f"{TABLE6_PAPER['path_before_handoff_pct']:.1f}"],
-                      ["budget exhaustion (% episodes)", f"{t6['budget_exhausted_pct']:.1f}",
-                       f"{TABLE6_PAPER['budget_exhausted_pct']:.2f}"],
-                      ["clipped moves (% of translations)", f"{t6['clipped_pct']:.1f}", f"{TABLE6_PAPER['clipped_pct']:.2f}"]]),
+                       p6["path_before_handoff_pct"]],
+                      ["budget exhaustion (% episodes)", f"{t6['budget_exhausted_pct']:.1f}", p6["budget_exhausted_pct"]],
+                      ["clipped moves (% of translations)", f"{t6['clipped_pct']:.1f}", p6["clipped_pct"]]]),
               ""]
+    shown = [x for x in ("p_init", "p_ref", "p_mon", "a_obs") if x in s["settings"]]
     lines += ["## Per-class recall (Fig. 5a/b)", ""]
-    rows = [[n, NAMES[x]] + [_pct(s["recall"][n][x][e]) for e in EMOTIONS] for n in names
-            for x in ("p_init", "p_ref", "a_obs") if x in s["settings"]]
+    recall = {**s["recall"], **({group[0]: s["group_recall"]} if group else {})}
+    rows = [[n, NAMES[x]] + [_pct(recall[n][x][e]) for e in EMOTIONS] for n in names + group for x in shown]
     lines += [_table(["recognizer", "setting", *EMOTIONS], rows), ""]
+    if group:
+        lines += ["Group recall gain over P-Init (points):", ""]
+        rows = [[NAMES[x]] + [_gain(recall[group[0]][x][e], recall[group[0]]["p_init"][e]) for e in EMOTIONS]
+                for x in shown if x != "p_init"]
+        lines += [_table(["setting", *EMOTIONS], rows), ""]
     lines += ["## Macro-F1 per episode family (Fig. 5c/d)", ""]
-    rows = [[f, s["family"][f]["n"], n] + [_pct(s["family"][f]["macro_f1"][n][x]) for x in s["settings"]]
-            for f in s["family"] for n in names]
+    rows = [[f, s["family"][f]["n"], n] + [_pct(fam[x]) for x in s["settings"]]
+            for f in s["family"] for n, fam in ([(n, s["family"][f]["macro_f1"][n]) for n in names]
+                                                + [(g, s["family"][f]["group"]) for g in group])]
     lines += [_table(["family", "episodes", "recognizer", *(NAMES[x] for x in s["settings"])], rows), ""]
+    if group:
+        lines += ["Group Macro-F1 gain over P-Init per family (points):", ""]
+        rows = [[f, s["family"][f]["n"]] + [_gain(s["family"][f]["group"][x], s["family"][f]["group"]["p_init"])
+                                            for x in shown if x != "p_init"] for f in s["family"]]
+        lines += [_table(["family", "episodes", *(NAMES[x] for x in shown if x != "p_init")], rows), ""]
     if "maps" in figures:
         lines += ["## Example trajectories (Fig. 6)", "", f"![trajectories]({figures['maps']})", ""]
     if failures:

@@ -26,7 +26,8 @@ from affectsim_core.atomic import write_json
 from affectsim_core.protocol import SETTINGS
 from affectsim_core.record import EpisodeRecord
 from affectsim_eval.config import DATA_DIR, EvalConfig
-from affectsim_eval.metrics import TABLE6_PAPER, table6
+from affectsim_eval.metrics import table6
+from affectsim_eval import paper
 from affectsim_eval.runner import run_eval
 from affectsim_eval.store import ResultsStore
 
@@ -43,12 +44,14 @@ def stages(timing: dict[str, float]) -> dict[str, float]:
 
 
 def run(out: Path | None = None, episodes: int = 100, workers: int = 2, split: str = "test", seed: int = 0,
-        data: Path = DATA_DIR, work: Path = Path("results/bench_nav"), log=print) -> dict:
+        data: Path = DATA_DIR, work: Path = Path("results/bench_nav"), log=print,
+        allow_dataset_mismatch: bool = False) -> dict:
     cfg = EvalConfig(split=split, episodes=episodes, seed=seed, recognizers=("majority",))
     if work.exists():
         shutil.rmtree(work)  # a fresh run: a resumed one would time nothing
     t0 = time.perf_counter()
-    summary = run_eval(work, cfg, workers=workers, data=data, log=lambda m: None)
+    summary = run_eval(work, cfg, workers=workers, data=data, log=lambda m: None,
+                       allow_dataset_mismatch=allow_dataset_mismatch)
     wall = time.perf_counter() - t0
     with ResultsStore.open(work / "results.sqlite") as store:
         rows = store.records(None)
@@ -68,7 +71,8 @@ def run(out: Path | None = None, episodes: int = 100, workers: int = 2, split: s
         "stage_seconds": stage,
         "stage_share": {k: v / sum(stage.values()) for k, v in stage.items()},
         "actions_per_s": sum(r.a_obs.diagnostics.actions for r in records) / a_obs_total,
-        "table6": table6([r.a_obs.diagnostics for r in records]), "table6_paper": TABLE6_PAPER,
+        "table6": table6([r.a_obs.diagnostics for r in records]),
+        "table6_paper": {k: paper.value(v) for k, v in paper.TABLE6.items()},
         "outcomes": dict(Counter(r.a_obs.outcome for r in records)),
         "visible": {fam: {s: float(np.mean([r.visible[s] for r in records if r.family == fam])) for s in SETTINGS}
                     for fam in sorted({r.family for r in records})},
@@ -84,7 +88,7 @@ def run(out: Path | None = None, episodes: int = 100, workers: int = 2, split: s
                                                   for k, v in stage.items()))
     log(f"[bench nav] {'diagnostic':26s} {'ours':>8s} {'paper':>8s}")
     for k, v in res["table6"].items():
-        log(f"[bench nav] {k:26s} {v:8.2f} {TABLE6_PAPER[k]:8.2f}")
+        log(f"[bench nav] {k:26s} {v:8.2f} {paper.TABLE6[k]:>8s}")
     log(f"[bench nav] outcomes: {res['outcomes']}")
     log(f"[bench nav] visible-body fraction of the 8 sampled frames: {'family':24s} P-Init  P-Ref  P-Mon  A-Obs")
     for fam, v in res["visible"].items():
