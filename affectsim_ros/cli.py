@@ -49,6 +49,7 @@ from affectsim_core.ros.env import ensure_loopback
 from affectsim_eval.config import DATA_DIR, EvalConfig
 from affectsim_eval.dataset import build as dbuild
 from affectsim_eval.dataset import fingerprint, inspect
+from affectsim_eval.dataset.context import MAX_CONTEXT_F1
 from affectsim_eval.report import write_report
 from affectsim_eval.runner import run_eval
 from affectsim_eval.train import SUBSET, TRAINABLE, train
@@ -268,6 +269,10 @@ def _dataset(ns: argparse.Namespace) -> int:
     if ns.what == "validate":
         rep = inspect.validate_dataset(root)
         print(f"[validate] {rep['episodes']} episodes: {rep['counts']}")
+        c = rep["dyadic_context"]
+        if c["macro_f1"] is not None:
+            print(f"[validate] dyadic context-only classifier (train {c['train']}, test {c['test']} episodes): "
+                  f"Macro-F1 {c['macro_f1']:.3f} (at most {MAX_CONTEXT_F1}; chance 0.20)")
         for why, n in sorted(rep["problems"].items(), key=lambda kv: -kv[1]):
             print(f"  FAIL {why}: {n} (e.g. {rep['examples'].get(why, '-')})")
         if not rep["problems"]:

@@ -9,10 +9,10 @@ import pytest
 
 from affectsim_bridge.humans.library import Library
 from affectsim_core.errors import InvalidInput
-from affectsim_core.protocol import CHALLENGES
+from affectsim_core.protocol import CHALLENGES, EMOTIONS
 from affectsim_eval.dataset.episodes import dataset_version, load_split, read_manifest, write_split
 from affectsim_eval.dataset.fingerprint import SCALE, differences, read_reference
-from affectsim_eval.dataset.inspect import counterfactual, validate_dataset
+from affectsim_eval.dataset.inspect import balance_problems, counterfactual, validate_dataset
 from affectsim_eval.dataset.splits import stratified_subset
 
 
@@ -125,3 +125,16 @@ def test_fingerprint_differences_name_both_hashes(small, tmp_path):
     with pytest.raises(InvalidInput, match="dataset reference.scale"):
         read_reference(bad)
     assert read_reference()["scale"] == SCALE  # the committed reference (CI rebuilds it: make dataset-check)
+
+
+def test_balance_problems_name_a_missing_emotion_and_a_leaking_context(small):
+    root, _ = small
+    splits = {s: load_split(s, root / "episodes") for s in ("train", "val", "test")}
+    full = {s: [e for e in eps if e.family == "action_grounded"] for s, eps in splits.items()}
+    fine = {"macro_f1": 0.2, "train": 100, "test": 50}
+    assert {e.emotion for e in full["train"]} == set(EMOTIONS)
+    assert balance_problems({"train": full["train"]}, fine) == {}
+    no_sad = {"train": [e for e in full["train"] if e.emotion != "sad"]}
+    assert balance_problems(no_sad, fine) == {"split_missing_emotion:train:action_grounded": "sad"}
+    leak = balance_problems({}, {**fine, "macro_f1": 0.76})
+    assert leak == {"dyadic_context_predicts_label": "context-only Macro-F1 0.76 > 0.35"}

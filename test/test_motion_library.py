@@ -5,14 +5,16 @@ import json
 import numpy as np
 import pytest
 
-from affectsim_bridge.humans.features import library_stats
+from affectsim_bridge.humans.features import library_stats, macro_f1
 from affectsim_bridge.humans.generator import generate
-from affectsim_bridge.humans.library import Library, build
+from affectsim_bridge.humans.library import INTERACTIONS, Library, build
 from affectsim_bridge.humans.motion import save_motion
 from affectsim_bridge.humans.styles import Performer
 from affectsim_bridge.humans.validate import Report, check_motion, validate_library
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS
+from affectsim_eval.dataset.build import plan_jobs, split_groups
+from affectsim_eval.dataset.context import ContextClassifier
 
 SMALL = dict(ag_performers=2, ag_takes=1, oc_performances=30, oc_performers=3, dyadic=5)
 
@@ -135,3 +137,43 @@ def test_knock_meets_a_given_door_plane():
         r = Report()
         check_motion(m, r, door_plane_x=0.55)
         assert r.ok, r.examples
+
+
+def test_dyadic_context_is_crossed_with_the_target_emotion(full):
+    """Each interaction is staged with several target emotions and partner reactions, so that the context
+    does not give the target's emotion away; every split holds every target emotion."""
+    lib, manifest = full
+    seqs = manifest["dyadic"]
+    for kind in INTERACTIONS:
+        mine = [s for s in seqs if s["interaction"] == kind]
+        assert {s["emotion"] for s in mine} == set(EMOTIONS), kind
+        assert len({lib.entries[s["partner"]]["emotion"] for s in mine}) >= 2, kind
+    groups = split_groups(lib, 0)
+    for split in ("train", "val", "test"):
+        assert {lib.entries[f"{sid}_target"]["emotion"] for sid in groups[split]["dyadic"]} == set(EMOTIONS), split
+    assert [len(groups[s]["dyadic"]) for s in ("train", "val", "test")] == [34, 7, 7]
+
+
+def test_rear_view_jobs_go_to_in_place_performances(full):
+    lib, _ = full
+    jobs = plan_jobs(lib, [{"id": "s0", "doors": 1}], seed=0)
+    rear = [j for j in jobs if j["challenge"] == "rear_view"]
+    assert rear and not [j for j in rear if lib.entries[j["item"]]["scenario"] == "pacing"]
+    pacing = {e["id"] for e in lib.manifest["clips"] if e.get("scenario") == "pacing"}
+    assert pacing and {j["item"] for j in jobs if j["challenge"] == "far_visible"} & pacing  # other challenges keep them
+
+
+def test_a_context_only_classifier_finds_a_deterministic_context_and_not_an_independent_one():
+    rng = np.random.default_rng(0)
+    kinds = list(INTERACTIONS)
+    leaky = [((kinds[k % 4], EMOTIONS[k % 5], 0.8), EMOTIONS[k % 5]) for k in range(200)]  # partner mirrors target
+    clf = ContextClassifier(*zip(*leaky))
+    assert all(clf.predict(c) == y for c, y in leaky)
+    train = [((kinds[rng.integers(4)], EMOTIONS[rng.integers(5)], float(rng.uniform(0.7, 1.6))), EMOTIONS[rng.integers(5)])
+             for _ in range(1000)]
+    test = [((kinds[rng.integers(4)], EMOTIONS[rng.integers(5)], float(rng.uniform(0.7, 1.6))), EMOTIONS[rng.integers(5)])
+            for _ in range(1000)]
+    clf = ContextClassifier(*zip(*train))
+    y = np.array([EMOTIONS.index(t) for _, t in test])
+    p = np.array([EMOTIONS.index(clf.predict(c)) for c, _ in test])
+    assert macro_f1(y, p) < 0.3  # chance: 0.2

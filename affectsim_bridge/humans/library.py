@@ -44,10 +44,14 @@ LIBRARY_FORMAT = "affectsim-motion-library/1"
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "data" / "motions"
 AG_ACTIONS = ("walk", "sit_down", "seated", "knock")
 SCENARIOS = ("gestures", "weight_shift", "self_touch", "arms_crossed", "pacing")
-INTERACTIONS = {"angry": "confrontation", "sad": "comforting", "fearful": "approach_retreat",
-                "happy": "conversation", "neutral": "conversation"}
-PARTNER_EMOTION = {"confrontation": "fearful", "comforting": "neutral", "approach_retreat": "angry",
-                   "conversation": "neutral"}
+#: Dyadic staging: interaction type -> (partner-target distance range in m, the partner's possible
+#: reactions). Crossed with every target emotion, and the partner's reaction drawn independently of
+#: it, so that the context (interaction, partner emotion, distance) does not predict the target's
+#: emotion (``affectsim dataset validate`` measures it).
+INTERACTIONS = {"confrontation": ((1.0, 1.4), ("angry", "fearful", "neutral")),
+                "comforting": ((0.7, 0.9), ("neutral", "sad", "happy")),
+                "approach_retreat": ((1.2, 1.6), ("angry", "fearful", "happy")),
+                "conversation": ((1.1, 1.5), ("neutral", "happy", "sad"))}
 
 
 @dataclass(frozen=True)
@@ -87,16 +91,19 @@ def plan(seed: int = 0, ag_performers: int = 12, ag_takes: int = 2, oc_performan
         plans.append(Plan(mid, "observation_controlled", "standing", emotion, p, take, mid, {"scenario": scenario}))
     dy = [Performer.sample(f"DY{i + 1:02d}", rng) for i in range(2 * 12)]
     sequences = []
-    for n in range(dyadic):
+    kinds = list(INTERACTIONS)
+    for n in range(dyadic):  # every (interaction, target emotion) pair before any repeats
         emotion = EMOTIONS[n % len(EMOTIONS)]
-        kind = INTERACTIONS[emotion]
+        kind = kinds[(n // len(EMOTIONS)) % len(kinds)]
+        (lo, hi), reactions = INTERACTIONS[kind]
+        reaction = reactions[int(rng.integers(len(reactions)))]
         target, partner = dy[(2 * n) % len(dy)], dy[(2 * n + 1) % len(dy)]
         sid = f"dy{n + 1:02d}_{kind}_{emotion}"
         scen_t = "gestures" if kind != "approach_retreat" else "pacing"
         plans.append(Plan(f"{sid}_target", "dyadic", "standing", emotion, target, n + 1, sid, {"scenario": scen_t}))
-        plans.append(Plan(f"{sid}_partner", "dyadic", "standing", PARTNER_EMOTION[kind], partner, n + 1, sid,
+        plans.append(Plan(f"{sid}_partner", "dyadic", "standing", reaction, partner, n + 1, sid,
                           {"scenario": "gestures"}))
-        dist = float(rng.uniform(1.1, 1.6)) if kind != "comforting" else float(rng.uniform(0.7, 0.9))
+        dist = float(rng.uniform(lo, hi))
         sequences.append({"id": sid, "interaction": kind, "emotion": emotion, "target": f"{sid}_target",
                           "partner": f"{sid}_partner",
                           # partner placement in the target's motion frame: facing the target
@@ -120,13 +127,14 @@ def build(out: Path = DEFAULT_DIR, seed: int = 0, log: Callable[[str], None] = p
         for i, p in enumerate(plans):
             m = generate(p.id, p.action, p.emotion, p.performer, p.take,
                          intensity=float(np.random.default_rng([seed, i]).uniform(0.7, 1.2)), **p.params)
-            m.provenance.update({"family": p.family, "group": p.group, "seed": seed})
+            scenario = {"scenario": p.params["scenario"]} if "scenario" in p.params else {}
+            m.provenance.update({"family": p.family, "group": p.group, "seed": seed, **scenario})
             path = tmp / "clips" / f"{p.id}.npz"
             save_motion(m, path)
             entries.append({"id": p.id, "file": f"clips/{p.id}.npz", "family": p.family, "action": p.action,
                             "emotion": p.emotion, "performer": p.performer.id, "take": p.take, "group": p.group,
                             "duration": round(m.duration, 4), "frames": m.frames, "intensity": m.intensity,
-                            "sha256": _sha256(path)})
+                            **scenario, "sha256": _sha256(path)})
             if (i + 1) % 200 == 0 or i + 1 == len(plans):
                 el = time.monotonic() - t0
                 log(f"[motions] {i + 1}/{len(plans)} clips, {el:.0f} s elapsed, ETA {el / (i + 1) * (len(plans) - i - 1):.0f} s")

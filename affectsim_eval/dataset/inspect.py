@@ -3,8 +3,10 @@
 Validation (PROTOCOL.md section 3), every episode: scene and motion references resolve, ids
 unique, metadata consistent with the motion library, robot start navigable, motion-specific
 checks (support height and position, door next to the knocking hand, free floor along walks),
-the intended challenge realised (re-measured by ray casts from the stored start), and
-group-disjoint splits (performer / source performance / sequence).
+the intended challenge realised (re-measured by ray casts from the stored start),
+group-disjoint splits (performer / source performance / sequence), every target emotion in every
+split and family, and a dyadic context (interaction, partner emotion, distance) that does not give
+the target's emotion away (:mod:`~affectsim_eval.dataset.context`).
 """
 
 from __future__ import annotations
@@ -32,8 +34,15 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import Transform, look_at_rotation
 from affectsim_core.protocol import EMOTIONS, SPLITS
 from affectsim_eval.dataset.composer import SceneContext, realised
-from affectsim_eval.dataset.episodes import DATASET_DIR, load_split
+from affectsim_eval.dataset.context import MAX_CONTEXT_F1, context_shortcut
+from affectsim_eval.dataset.episodes import DATASET_DIR, load_split, read_manifest
 from affectsim_eval.passive import placements
+
+#: Initial-view measures shown by ``dataset stats`` (composer.py defines them), with column titles.
+STATS = {"initial_distance": "distance m", "relative_orientation": "rel.orient deg", "visible_fraction": "visible",
+         "geodesic": "geodesic m", "rear_frames": "rear frames", "visible_frames": "seen frames",
+         "detour_ratio": "detour ratio"}
+_SCALE = {"relative_orientation": 180 / math.pi}
 
 _W: dict = {}
 
@@ -82,7 +91,7 @@ def check_episode_in_scene(ctx: SceneContext, ep: Episode) -> list[str]:
         check_people(ctx.nav, ctx.scene.id, robot, tuple(people))
     except InvalidInput:
         problems.append("cast_refused_by_load_world")
-    me = ctx.measure(robot, target, 0.0)
+    me = ctx.measure(robot, target, 0.0, detour=ep.challenge == "obstacle_detour")
     if not realised(ep.challenge, me):
         problems.append(f"challenge_not_realised:{ep.challenge or 'initially_visible'}")
     return problems
@@ -113,6 +122,11 @@ def validate_dataset(root: Path = DATASET_DIR, motions: Path = MOTIONS_DIR, scen
             if ep.episode_id in seen:
                 problems["duplicate_id"] += 1
             seen.add(ep.episode_id)
+    shortcut = context_shortcut(splits["train"], splits["test"], lib)
+    if read_manifest(root).get("scale", 1.0) >= 1.0:  # a scaled-down build has too few sequences per split
+        for why, example in balance_problems(splits, shortcut).items():
+            problems[why] += 1
+            examples[why] = example
     groups = {s: {(e.family, e.group) for e in eps} for s, eps in splits.items()}
     for a in SPLITS:
         for b in SPLITS:
@@ -130,30 +144,44 @@ def validate_dataset(root: Path = DATASET_DIR, motions: Path = MOTIONS_DIR, scen
             if (k + 1) % 10 == 0:
                 log(f"[validate] {k + 1}/{len(by_scene)} scenes")
     total = sum(len(e) for e in splits.values())
-    return {"episodes": total, "problems": dict(problems), "examples": examples,
+    return {"episodes": total, "problems": dict(problems), "examples": examples, "dyadic_context": shortcut,
             "counts": {s: dict(Counter(e.family for e in eps)) for s, eps in splits.items()}}
+
+
+def balance_problems(splits: dict[str, list[Episode]], shortcut: dict) -> dict[str, str]:
+    """Problem -> example: a split and family without some target emotion, or a dyadic context
+    (``shortcut``, from :func:`~affectsim_eval.dataset.context.context_shortcut`) that predicts it."""
+    out = {}
+    for s, eps in splits.items():
+        for fam in sorted({e.family for e in eps}):
+            missing = set(EMOTIONS) - {e.emotion for e in eps if e.family == fam}
+            if missing:
+                out[f"split_missing_emotion:{s}:{fam}"] = ", ".join(sorted(missing))
+    if shortcut["macro_f1"] is not None and shortcut["macro_f1"] > MAX_CONTEXT_F1:
+        out["dyadic_context_predicts_label"] = f"context-only Macro-F1 {shortcut['macro_f1']:.2f} > {MAX_CONTEXT_F1}"
+    return out
 
 
 def dataset_stats(root: Path = DATASET_DIR, out_png: Path | None = None, log=print) -> dict:
     """Class balance and distributions of the initial-view measures per family and split."""
     splits = {s: load_split(s, root) for s in SPLITS}
     table = {}
-    for s, eps in splits.items():
-        for fam in sorted({e.family for e in eps}):
-            sel = [e for e in eps if e.family == fam]
-            meas = {k: np.array([e.measures[k] for e in sel], float)
-                    for k in ("initial_distance", "relative_orientation", "visible_fraction", "geodesic")}
-            table[(s, fam)] = {"episodes": len(sel), "classes": dict(Counter(e.emotion for e in sel)),
-                               **{k: (float(np.nanmedian(v)), float(np.nanpercentile(v, 10)),
-                                      float(np.nanpercentile(v, 90))) for k, v in meas.items()}}
-    log(f"{'split':5s} {'family':22s} {'n':>6s}  classes (a/f/h/n/s)        distance m   rel.orient deg  "
-        f"visible     geodesic m   (median [p10, p90])")
+    for s, eps in splits.items():  # one row per family, and per challenge of the observation-controlled one
+        for fam, ch in sorted({(e.family, e.challenge) for e in eps}, key=lambda fc: (fc[0], fc[1] or "")):
+            sel = [e for e in eps if e.family == fam and e.challenge == ch]
+            meas = {k: np.array([e.measures.get(k) for e in sel], float) for k in STATS}
+            table[(s, fam if ch is None else f"{fam}:{ch}")] = {
+                "episodes": len(sel), "classes": dict(Counter(e.emotion for e in sel)),
+                **{k: tuple(float(np.nanpercentile(v, q)) if np.isfinite(v).any() else math.nan for q in (50, 10, 90))
+                   for k, v in meas.items()}}
+    log(f"{'split':5s} {'family[:challenge]':40s} {'n':>6s}  classes (a/f/h/n/s)  " + "  ".join(
+        f"{STATS[k]:>17s}" for k in STATS) + "   (median [p10, p90])")
     for (s, fam), row in table.items():
         c = row["classes"]
         cls = "/".join(str(c.get(e, 0)) for e in EMOTIONS)
-        fmt = lambda k, f=1.0: f"{row[k][0] * f:5.2f} [{row[k][1] * f:.1f},{row[k][2] * f:.1f}]"  # noqa: E731
-        log(f"{s:5s} {fam:22s} {row['episodes']:6d}  {cls:26s} {fmt('initial_distance')}  "
-            f"{fmt('relative_orientation', 180 / math.pi)}  {fmt('visible_fraction')}  {fmt('geodesic')}")
+        fmt = lambda k: (f"{row[k][0] * _SCALE.get(k, 1):5.2f} [{row[k][1] * _SCALE.get(k, 1):.1f},"  # noqa: E731
+                         f"{row[k][2] * _SCALE.get(k, 1):.1f}]").rjust(17)
+        log(f"{s:5s} {fam:40s} {row['episodes']:6d}  {cls:20s} " + "  ".join(fmt(k) for k in STATS))
     if out_png is not None:
         keys = ("initial_distance", "relative_orientation", "visible_fraction", "geodesic")
         emotions = EMOTIONS
