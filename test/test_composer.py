@@ -13,7 +13,15 @@ from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import quat_from_yaw
 from affectsim_core.protocol import CHALLENGES
-from affectsim_eval.dataset.composer import CRITERIA, SceneContext, describe, place_target, realised, robot_start
+from affectsim_eval.dataset.composer import (
+    CRITERIA,
+    Measures,
+    SceneContext,
+    describe,
+    place_target,
+    realised,
+    robot_start,
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +40,7 @@ def performer():
 def test_challenges_are_realised_and_remeasured(ctx, performer, challenge):
     rng = np.random.default_rng(7)
     m = generate("s", "standing", "happy", performer, 1, scenario="gestures")
-    for _ in range(10):  # some placements admit no start of this challenge
+    for _ in range(40):  # some placements admit no start of this challenge (obstacle_detour: most)
         place, _ = place_target(ctx, m, rng)
         place = replace(place, phase=float(rng.uniform(0, m.duration)))
         found = robot_start(ctx, place, 0.0, challenge, challenge is None, rng)
@@ -41,9 +49,28 @@ def test_challenges_are_realised_and_remeasured(ctx, performer, challenge):
     assert found, f"no start realising {challenge}"
     robot, me = found
     assert realised(challenge, me)
-    again = ctx.measure(robot, place, 0.0)  # deterministic re-measurement, as validation does
+    again = ctx.measure(robot, place, 0.0, detour=challenge == "obstacle_detour")  # as validation re-measures
     assert again.as_dict() == me.as_dict()
     assert ctx.nav.is_navigable(np.array([robot.x, robot.y]))[0]
+    if challenge == "rear_view":
+        assert me.rear_frames >= 0.75  # seen from behind through most of the clip, not only at its start
+    if challenge == "obstacle_detour":  # visible from the start, yet every informative viewpoint needs a detour
+        assert me.visible_frames > 0.5 and me.detour_ratio >= 1.5
+        views = ctx.informative_viewpoints(place, 0.0)
+        start = np.array([robot.x, robot.y])
+        for v in views:
+            assert ctx.nav.geodesic_distance(start, v) >= 1.5 * np.linalg.norm(v - start) - 1e-9
+
+
+def test_challenge_definitions_reject_what_they_exclude():
+    base = Measures(3.0, math.radians(170), 0.8, 0.9, 4.0, 3.0, False, rear_frames=1.0, visible_frames=1.0,
+                    detour_ratio=2.0)
+    assert realised("rear_view", base) and not realised("rear_view", replace(base, rear_frames=0.5))
+    assert realised("obstacle_detour", base)
+    assert not realised("obstacle_detour", replace(base, detour_ratio=1.3))  # a viewpoint nearly straight ahead
+    assert not realised("obstacle_detour", replace(base, visible_frames=0.5))  # hidden half the clip: search
+    assert not realised("obstacle_detour", replace(base, detour_ratio=math.nan))  # no viewpoint reachable
+    assert base.as_dict()["detour_ratio"] == 2.0 and replace(base, detour_ratio=math.nan).as_dict()["detour_ratio"] is None
 
 
 @pytest.mark.parametrize("action", ["seated", "sit_down", "knock"])

@@ -7,15 +7,23 @@ Initial-view measures (what the validation re-checks):
 - ``visible_fraction``: share of 41 body points (joints, sites, limb midpoints) that are inside the
   head camera's image (640x480, vfov 46.8 deg) and not occluded by the scene (the backend's line of sight);
 - ``unoccluded_fraction``: the same ignoring the image bounds;
-- ``geodesic`` / ``euclidean``: robot start to the target's pelvis (robot footprint, metres).
+- ``geodesic`` / ``euclidean``: robot start to the target's pelvis (robot footprint, metres);
+- ``rear_frames``: share of the P-Init clip's 8 sampled frames in which ``relative_orientation`` >= 135 deg;
+- ``visible_frames``: share of those frames in which ``visible_fraction`` >= 0.3;
+- ``detour_ratio`` (``obstacle_detour`` only): over the informative viewpoints (the reference
+  observer's region: its distances, 1.8-3.5 m, at its angles within 60 deg of the body's facing,
+  free for the robot, and seeing >= 0.7 of the body with the camera on it), the smallest ratio of shortest path to straight line
+  from the start; None when none is reachable.
 
 Challenge definitions (thresholds):
 - action-grounded and dyadic: robot in the target's room, 1.2-5 m, ``visible_fraction`` >= 0.5;
 - ``far_visible``: distance >= 4.5 m, ``visible_fraction`` >= 0.5;
-- ``rear_view``: ``relative_orientation`` >= 135 deg, 1.5-4.5 m, ``visible_fraction`` >= 0.5;
+- ``rear_view``: ``relative_orientation`` >= 135 deg, ``rear_frames`` >= 0.75, 1.5-4.5 m, ``visible_fraction`` >= 0.5
+  (in-place performances only: a pacing performer turns back every few seconds);
 - ``partial_occlusion``: 1.5-5 m, target in front of the camera, 0.15 <= ``unoccluded_fraction`` <= 0.6;
-- ``obstacle_detour``: the straight move to the target is blocked, geodesic >= 1.4 x euclidean and
-  >= euclidean + 1.5 m, and a navigable viewpoint within 3 m of the target sees >= 0.7 of the body.
+- ``obstacle_detour`` (navigational accessibility): the target is visible from the start
+  (``visible_frames`` > 0.5) but every informative viewpoint is reachable only by a path at least
+  1.5 x the straight line (``detour_ratio`` >= 1.5), because furniture or partitions block the way.
 """
 
 from __future__ import annotations
@@ -34,11 +42,19 @@ from affectsim_bridge.humans.skeleton import JOINTS, POINTS, forward_kinematics
 from affectsim_bridge.navigable import NavigableSpace
 from affectsim_bridge.scene import Scene
 from affectsim_core.camera import FETCH_HEAD_CAMERA
+from affectsim_core.clips import clip_steps, clip_times, sample_indices
 from affectsim_core.colours import colour_name
-from affectsim_core.geometry import Pose2D, wrap_angle
+from affectsim_core.geometry import Pose2D, look_at_rotation, wrap_angle
 from affectsim_core.ros.topics import OPTICAL_FRAME
+from affectsim_eval.reference import ANGLES, DISTANCES
 
 HUMAN_RADIUS = 0.2  # m, clearance a performer's pelvis keeps from obstacles
+REAR = math.radians(135)  # rad, relative orientation from which the robot sees the performer's back
+REAR_FRAMES = 0.75  # rear_view: least share of the clip's sampled frames seen from behind
+SEEN = 0.3  # visible fraction from which a frame counts as showing the target (visible_frames)
+INFORMATIVE = 0.7  # visible fraction of an informative viewpoint (camera on the body)
+FRONT = math.radians(60)  # rad, informative viewpoints lie within this angle of the body's facing
+DETOUR = 1.5  # obstacle_detour: least ratio of shortest path to straight line to every informative viewpoint
 _SEGMENTS = [("shoulder_l", "elbow_l"), ("elbow_l", "wrist_l"), ("shoulder_r", "elbow_r"), ("elbow_r", "wrist_r"),
              ("hip_l", "knee_l"), ("knee_l", "ankle_l"), ("hip_r", "knee_r"), ("knee_r", "ankle_r"),
              ("spine_lower", "spine_upper"), ("spine_upper", "neck"), ("pelvis", "spine_lower"),
@@ -55,6 +71,8 @@ def describe(m: Motion) -> str:
 
 @dataclass
 class Measures:
+    """The initial-view measures (module docstring): metres, radians and shares; NaN = not measured."""
+
     initial_distance: float
     relative_orientation: float
     visible_fraction: float
@@ -62,9 +80,14 @@ class Measures:
     geodesic: float
     euclidean: float
     straight_blocked: bool
+    rear_frames: float = math.nan
+    visible_frames: float = math.nan
+    detour_ratio: float = math.nan
 
     def as_dict(self) -> dict:
-        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+        """JSON form: floats to 4 decimals, NaN as None."""
+        return {k: (None if isinstance(v, float) and math.isnan(v) else round(v, 4) if isinstance(v, float) else v)
+                for k, v in self.__dict__.items()}
 
 
 class SceneContext:
@@ -120,11 +143,8 @@ class SceneContext:
         rot = np.stack([-left, np.array([0, 0, -1.0]), fwd], axis=1)  # x right, y down, z forward
         return pos, rot
 
-    def measure(self, robot: Pose2D, place: HumanPlacement, t: float, paths: bool = True) -> Measures:
-        """The initial-view measures; with ``paths=False`` the path measures are skipped
-        (``geodesic`` is NaN, ``straight_blocked`` False) for a cheap first test of a candidate."""
-        pts = self.body_points(place, t)
-        cam, rot = self.camera(robot)
+    def _view(self, cam: np.ndarray, rot: np.ndarray, pts: np.ndarray) -> tuple[float, float]:
+        """(visible, unoccluded) shares of ``pts`` from a camera at ``cam`` with optical rotation ``rot``."""
         local = (pts - cam) @ rot
         k = FETCH_HEAD_CAMERA
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -132,15 +152,68 @@ class SceneContext:
             v = k.fy * local[:, 1] / local[:, 2] + k.cy
         in_view = (local[:, 2] > 0.2) & (u >= 0) & (u <= k.width - 1) & (v >= 0) & (v <= k.height - 1)
         clear = self.backend.line_of_sight(cam, pts)
+        return float((in_view & clear).mean()), float(clear.mean())
+
+    def measure(self, robot: Pose2D, place: HumanPlacement, t: float, paths: bool = True,
+                detour: bool = False) -> Measures:
+        """The initial-view measures; with ``paths=False`` the path measures and ``visible_frames`` are
+        skipped (``geodesic`` NaN, ``straight_blocked`` False) for a cheap first test of a candidate;
+        ``detour_ratio`` only with ``detour``."""
+        pts = self.body_points(place, t)
+        cam, rot = self.camera(robot)
+        visible, unoccluded = self._view(cam, rot, pts)
         pelvis = pts[JOINTS.index(JOINTS[0])]
         root, rrot, _ = place.pose_at(t)
-        to_robot = math.atan2(robot.y - root[1], robot.x - root[0])
-        rel = abs(wrap_angle(to_robot - rrot[0]))
+        rel = _relative_orientation(robot, root, rrot[0])
+        times = t + _clip_samples(place.motion.duration)
+        rear = float(np.mean([_relative_orientation(robot, *_root_yaw(place, s)) >= REAR for s in times]))
+        seen = float(np.mean([self._view(cam, rot, self.body_points(place, s))[0] >= SEEN for s in times])) \
+            if paths else math.nan
         a, b = np.array([robot.x, robot.y]), root[:2]
         geo = self.nav.geodesic_distance(a, self._reachable_near(b)) if paths else math.nan
         blocked = paths and not bool(self.nav.segment_free(a, b)[0])
-        return Measures(float(np.linalg.norm(pelvis - cam)), rel, float((in_view & clear).mean()),
-                        float(clear.mean()), geo, float(np.linalg.norm(b - a)), blocked)
+        return Measures(float(np.linalg.norm(pelvis - cam)), rel, visible, unoccluded, geo,
+                        float(np.linalg.norm(b - a)), blocked, rear, seen,
+                        self.detour_ratio(a, place, t) if detour else math.nan)
+
+    def informative_viewpoints(self, place: HumanPlacement, t: float) -> np.ndarray:
+        """(N, 2) m map: the reference observer's candidate bases around the performer at ``t`` (its
+        distances, at its angles within :data:`FRONT` of the body's facing) that are free for the robot and see at least
+        :data:`INFORMATIVE` of the body with the camera on it (the last placement is cached)."""
+        cached = getattr(self, "_informative", None)  # holds the placement itself: an id could be reused
+        if cached is not None and cached[0] is place and cached[1] == t:
+            return cached[2]
+        root, rrot, _ = place.pose_at(t)
+        pts = self.body_points(place, t)
+        centre = pts.mean(0)
+        ang = rrot[0] + np.array([a for a in ANGLES if abs(a) <= FRONT])
+        cands = np.array([root[:2] + d * np.array([math.cos(a), math.sin(a)]) for d in DISTANCES for a in ang])
+        out = []
+        for c in cands[self.nav.is_free(cands)]:
+            robot = Pose2D(float(c[0]), float(c[1]), math.atan2(root[1] - c[1], root[0] - c[0]))
+            cam, _ = self.camera(robot)
+            if self._view(cam, look_at_rotation(cam, centre), pts)[0] >= INFORMATIVE:
+                out.append(c)
+        self._informative = (place, t, np.array(out).reshape(-1, 2))
+        return self._informative[2]
+
+    def detour_ratio(self, start: np.ndarray, place: HumanPlacement, t: float, stop_below: float = 0.0) -> float:
+        """Smallest shortest-path / straight-line ratio from ``start`` over the informative viewpoints
+        reachable from it (1.0 as soon as one is in a straight free line); NaN when none is reachable.
+        With ``stop_below``, the first ratio below it is returned (enough to reject a start)."""
+        views = self.informative_viewpoints(place, t)
+        if len(views) == 0:
+            return math.nan
+        if self.nav.segment_free(np.repeat(start[None], len(views), 0), views).any():
+            return 1.0
+        best = math.nan
+        for v in views[np.argsort(np.linalg.norm(views - start, axis=1))]:
+            ratio = self.nav.geodesic_distance(start, v) / max(1e-6, float(np.linalg.norm(v - start)))
+            if math.isfinite(ratio) and not ratio >= best:
+                best = ratio
+                if ratio < stop_below:
+                    break
+        return best
 
     def _reachable_near(self, xy: np.ndarray) -> np.ndarray:
         """The performer stands where the robot cannot: the nearest free point around them (for geodesics)."""
@@ -153,6 +226,22 @@ class SceneContext:
             if len(ok):
                 return ok[np.argmin(np.linalg.norm(ok - xy, axis=1))]
         return xy
+
+
+def _relative_orientation(robot: Pose2D, root: np.ndarray, facing: float) -> float:
+    """Angle (rad, 0..pi) between the performer's facing and the direction from them to the robot."""
+    return abs(wrap_angle(math.atan2(robot.y - root[1], robot.x - root[0]) - facing))
+
+
+def _root_yaw(place: HumanPlacement, t: float) -> tuple[np.ndarray, float]:
+    root, rot, _ = place.pose_at(t)
+    return root, float(rot[0])
+
+
+@functools.lru_cache(maxsize=256)
+def _clip_samples(duration: float) -> np.ndarray:
+    """Times (s from the clip start) of the P-Init clip's sampled recognizer frames."""
+    return clip_times(duration)[sample_indices(clip_steps(duration))]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -217,11 +306,10 @@ def place_target(ctx: SceneContext, m: Motion, rng: np.random.Generator, tries: 
 CRITERIA = {
     None: lambda me, ctx: 1.2 <= me.initial_distance <= 5.0 and me.visible_fraction >= 0.5,
     "far_visible": lambda me, ctx: me.initial_distance >= 4.5 and me.visible_fraction >= 0.5,
-    "rear_view": lambda me, ctx: (me.relative_orientation >= math.radians(135) and 1.5 <= me.initial_distance <= 4.5
-                                  and me.visible_fraction >= 0.5),
+    "rear_view": lambda me, ctx: (me.relative_orientation >= REAR and me.rear_frames >= REAR_FRAMES
+                                  and 1.5 <= me.initial_distance <= 4.5 and me.visible_fraction >= 0.5),
     "partial_occlusion": lambda me, ctx: 1.5 <= me.initial_distance <= 5.0 and 0.15 <= me.unoccluded_fraction <= 0.6,
-    "obstacle_detour": lambda me, ctx: (me.straight_blocked and math.isfinite(me.geodesic)
-                                        and me.geodesic >= max(1.4 * me.euclidean, me.euclidean + 1.5)),
+    "obstacle_detour": lambda me, ctx: me.visible_frames > 0.5 and me.detour_ratio >= DETOUR,  # NaN: not realised
 }
 
 
@@ -246,31 +334,24 @@ def robot_start(ctx: SceneContext, place: HumanPlacement, t: float, challenge: s
     for other in others:
         gap = np.linalg.norm(cands - other.pose_at(t)[0][:2], axis=1)
         cands = cands[gap >= nav.radius + PERSON_RADIUS_M]
+    if challenge == "obstacle_detour":  # only starts that see no informative viewpoint in a straight free line
+        views = ctx.informative_viewpoints(place, t)
+        if len(views) == 0 or len(cands) == 0:
+            return None
+        a, b = np.repeat(cands, len(views), 0), np.tile(views, (len(cands), 1))
+        cands = cands[~nav.segment_free(a, b).reshape(len(cands), len(views)).any(axis=1)]
     for xy in cands:
         bearing = math.atan2(root[1] - xy[1], root[0] - xy[0])
         yaw = wrap_angle(bearing + float(rng.uniform(-0.3, 0.3)))
         robot = Pose2D(float(xy[0]), float(xy[1]), yaw)
-        if challenge == "obstacle_detour":
-            if nav.segment_free(xy, root)[0]:
+        first = ctx.measure(robot, place, t, paths=False)  # ray casts first, path measures only if they pass
+        if challenge == "obstacle_detour":  # cheapest tests first: most candidates see a viewpoint straight ahead
+            if first.visible_fraction < SEEN or not ctx.detour_ratio(xy, place, t, stop_below=DETOUR) >= DETOUR:
                 continue
-        elif not realised(challenge, replace(ctx.measure(robot, place, t, paths=False), geodesic=0.0)):
-            continue  # ray casts first, path measures only for candidates that pass them
-        me = ctx.measure(robot, place, t)
+        elif not realised(challenge, replace(first, geodesic=0.0)):
+            continue
+        me = ctx.measure(robot, place, t, detour=challenge == "obstacle_detour")
         if not math.isfinite(me.geodesic) or not realised(challenge, me):
             continue
-        if challenge == "obstacle_detour" and not _better_view_reachable(ctx, place, t, rng):
-            return None
         return robot, me
     return None
-
-
-def _better_view_reachable(ctx: SceneContext, place: HumanPlacement, t: float, rng: np.random.Generator) -> bool:
-    root = place.pose_at(t)[0][:2]
-    ang = rng.uniform(0, 2 * math.pi, 24)
-    r = rng.uniform(1.2, 3.0, 24)
-    pts = root + np.c_[r * np.cos(ang), r * np.sin(ang)]
-    for p in pts[ctx.nav.is_navigable(pts)][:8]:
-        robot = Pose2D(float(p[0]), float(p[1]), math.atan2(root[1] - p[1], root[0] - p[0]))
-        if ctx.measure(robot, place, t).visible_fraction >= 0.7:
-            return True
-    return False
