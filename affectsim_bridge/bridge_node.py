@@ -60,6 +60,7 @@ MAP_RESOLUTION = 0.05
 
 CAMERA_MAX_PX = 1280  # head camera width and height limit (the model's offscreen buffer)
 MAX_VIEWS = 512  # views of one RenderViews request
+VFOV_BOUNDS = (math.radians(10.0), math.radians(150.0))  # rad, an explicit camera's field of view (scene files: the same)
 MAX_VIEW_SIZE = 4096  # px, side of RenderViews' resized frames
 RENDER_BUDGET_BYTES = 256 * 2 ** 20  # frames of one RenderViews reply (views x width x height x 3)
 ANSWERED_KEEP = 32  # recent replies kept per service for repeated request ids
@@ -385,6 +386,8 @@ class BridgeNode(Node):
         if len(req.robot_poses) != n or len(req.head_tilts) != n or len(req.cameras) not in (0, n):
             raise InvalidInput("views", (n, len(req.robot_poses), len(req.head_tilts), len(req.cameras)),
                                "equal numbers of times, robot_poses and head_tilts, and 0 or as many cameras")
+        if len(req.camera_vfovs) not in (0, len(req.cameras)):
+            raise InvalidInput("camera_vfovs", len(req.camera_vfovs), f"0 or {len(req.cameras)} (one per camera)")
         if n > MAX_VIEWS or req.size > MAX_VIEW_SIZE:
             raise InvalidInput("views, size", (n, req.size), f"at most {MAX_VIEWS} views and size <= {MAX_VIEW_SIZE}")
         k = self.backend.head_intrinsics
@@ -395,7 +398,7 @@ class BridgeNode(Node):
                                f"at most {RENDER_BUDGET_BYTES} bytes per request (fewer views or a smaller size)")
         views = []
         for i in range(n):
-            cam = None
+            cam = vfov = None
             if req.cameras:
                 c = req.cameras[i]
                 q, t = c.orientation, c.position
@@ -405,10 +408,15 @@ class BridgeNode(Node):
                                        "a finite position (m) and a unit quaternion (w, x, y, z)")
                 m = cv.matrix_from_pose_msg(c)
                 cam = Transform(m[:3, :3], m[:3, 3])
+                given = float(req.camera_vfovs[i]) if req.camera_vfovs else 0.0
+                if not (given == 0.0 or VFOV_BOUNDS[0] <= given <= VFOV_BOUNDS[1]):
+                    raise InvalidInput(f"camera_vfovs[{i}]", given, f"0 (the head camera's) or a vertical field of "
+                                       f"view in [{VFOV_BOUNDS[0]:.3f}, {VFOV_BOUNDS[1]:.3f}] rad")
+                vfov = given or None
             p = req.robot_poses[i]
             if not cv.finite(req.times[i], p.x, p.y, p.theta, req.head_tilts[i]):
                 raise InvalidInput(f"views[{i}]", (req.times[i], p.x, p.y, p.theta, req.head_tilts[i]), "finite values")
-            views.append(View(float(req.times[i]), Pose2D(p.x, p.y, p.theta), float(req.head_tilts[i]), cam))
+            views.append(View(float(req.times[i]), Pose2D(p.x, p.y, p.theta), float(req.head_tilts[i]), cam, vfov))
         frames, poses = self.world.call(lambda: render_views(self.backend, views, req.size or None), timeout=60.0)
         stamp = cv.to_time(self.backend.sim_time)
         res.frames = [cv.image_msg(f, "rgb8", OPTICAL_FRAME, stamp) for f in frames]

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from affectsim_bridge.backends.base import SimulatorBackend
+from affectsim_core.camera import CameraIntrinsics
 from affectsim_core.clips import resize
 from affectsim_core.geometry import Pose2D, Transform
 
@@ -19,12 +20,19 @@ from affectsim_core.geometry import Pose2D, Transform
 @dataclass(frozen=True)
 class View:
     """One privileged frame: sim ``time`` (s), robot base ``pose`` (map), head ``tilt`` (rad, + down)
-    and an explicit optical-frame ``camera`` (map; the room monitor) or None for the robot's head camera."""
+    and an explicit optical-frame ``camera`` (map; the room monitor) or None for the robot's head camera;
+    ``vfov`` (rad): the explicit camera's vertical field of view at the head camera's resolution (None:
+    the head camera's)."""
 
     time: float
     pose: Pose2D
     tilt: float
     camera: Transform | None = None
+    vfov: float | None = None
+
+    def intrinsics(self, head: CameraIntrinsics) -> CameraIntrinsics:
+        """The view's pinhole intrinsics, given the head camera's."""
+        return head if self.vfov is None else CameraIntrinsics.from_vfov(head.width, head.height, self.vfov)
 
 
 def render_views(backend: SimulatorBackend, views: list[View],
@@ -40,7 +48,7 @@ def render_views(backend: SimulatorBackend, views: list[View],
             backend.set_pose(v.pose)
             backend.set_time(v.time)
             f = (backend.render_head_camera() if v.camera is None
-                 else backend.render_camera(v.camera, backend.head_intrinsics))
+                 else backend.render_camera(v.camera, v.intrinsics(backend.head_intrinsics)))
             frames.append(f.rgb if size is None else resize(f.rgb, size))
             poses.append((f.pose if v.camera is None else v.camera).matrix())
     finally:

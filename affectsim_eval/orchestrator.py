@@ -70,7 +70,8 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
         frames["a_obs"], poses["a_obs"], shown["a_obs"] = frames["p_init"], poses["p_init"], shown["p_init"]
     else:
         frames["a_obs"], poses["a_obs"], shown["a_obs"] = acq.frames, acq.camera_poses, acq.times
-    visible = {s: visible_fraction(g, people, shown[s], poses[s]) for s in SETTINGS}
+    lens = {s: views[s][0].intrinsics(g.head_intrinsics) for s in PASSIVE_SETTINGS}  # P-Mon: the monitor's
+    visible = {s: visible_fraction(g, people, shown[s], poses[s], lens.get(s)) for s in SETTINGS}
     with times("recognition"):
         preds = {s: world.recognize(frames[s]) for s in SETTINGS}
     with times("d_star"):

@@ -17,6 +17,7 @@ import numpy as np
 from affectsim_bridge.backends.base import HumanPlacement, SimulatorBackend
 from affectsim_bridge.humans.skeleton import forward_kinematics
 from affectsim_bridge.views import View, render_views
+from affectsim_core.camera import CameraIntrinsics
 from affectsim_core.clips import Clip
 from affectsim_core.episode import Episode
 from affectsim_core.geometry import Pose2D, Transform, look_at_rotation
@@ -53,12 +54,14 @@ def body_track(people: list[HumanPlacement], times: np.ndarray) -> BodyTrack:
 
 
 def visible_fraction(backend: SimulatorBackend, people: list[HumanPlacement], times: np.ndarray,
-                     camera_poses: np.ndarray) -> float:
+                     camera_poses: np.ndarray, intrinsics: CameraIntrinsics | None = None) -> float:
     """Mean visible-body fraction of the target in views taken at ``times`` from ``camera_poses``
-    (N, 4, 4 optical frames in map): ground truth of ``backend``'s world, for evaluation only."""
+    (N, 4, 4 optical frames in map) with ``intrinsics`` (default the head camera's): ground truth of
+    ``backend``'s world, for evaluation only."""
     track = body_track(people, np.asarray(times, float))
-    return float(np.mean([view_quality(track.points[n], camera_poses[n], backend.head_intrinsics,
-                                       backend.line_of_sight)[0] for n in range(len(times))]))
+    k = intrinsics or backend.head_intrinsics
+    return float(np.mean([view_quality(track.points[n], camera_poses[n], k, backend.line_of_sight)[0]
+                          for n in range(len(times))]))
 
 
 # ------------------------------------------------------------------------------ views of the three settings
@@ -68,13 +71,14 @@ def p_init_views(start: Pose2D, tilt: float, times: np.ndarray) -> list[View]:
 
 
 def p_mon_views(scene, start: Pose2D, tilt: float, room_id: str, times: np.ndarray) -> list[View]:
-    """The room's monitor camera (head-camera intrinsics: every setting shares them)."""
+    """The room's monitor camera, with its own field of view at the head camera's resolution (a wide
+    surveillance lens: the scenes declare 65 deg, the head camera has 46.8)."""
     room = next((r for r in scene.rooms if r.id == room_id), None)
     if room is None or room.monitor is None:
         raise ValueError(f"monitor_room={room_id!r} is invalid; expected a room of scene {scene.id!r} with a monitor")
     pos = np.asarray(room.monitor.position, float)
     cam = Transform(look_at_rotation(pos, np.asarray(room.monitor.look_at, float)), pos)
-    return [View(float(t), start, tilt, cam) for t in times]
+    return [View(float(t), start, tilt, cam, room.monitor.vfov) for t in times]
 
 
 def p_ref_views(backend: SimulatorBackend, people: list[HumanPlacement], times: np.ndarray,

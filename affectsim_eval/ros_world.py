@@ -129,6 +129,7 @@ class RosEvalWorld:
         req.head_tilts = [float(v.tilt) for v in views]
         if views[0].camera is not None:
             req.cameras = [matrix_pose_msg(v.camera.matrix()) for v in views]
+            req.camera_vfovs = [float(v.vfov or 0.0) for v in views]
         res = self._service(self.render_cli, req, "render_views", RENDER_ATTEMPT_S)
         return (np.stack([image_to_array(f) for f in res.frames]),
                 np.stack([matrix_from_pose_msg(p) for p in res.camera_poses]))

@@ -214,6 +214,13 @@ def test_hostile_requests_are_refused_with_the_numbers_and_the_bridge_keeps_serv
         req.cameras = [cam]
         r = _call(render, req)
         assert not r.success and "cameras[0]" in r.message and "unit quaternion" in r.message
+    cam = Pose()
+    cam.position.z, cam.orientation.w = 1.0, 1.0
+    for vfovs, field in (([3.5], "camera_vfovs[0]=3.5 is invalid"), ([0.8, 0.8], "camera_vfovs=2 is invalid")):
+        req = RenderViews.Request(size=224, times=[0.0], head_tilts=[0.0], robot_poses=[Pose2DMsg(x=1.0, y=2.5)])
+        req.cameras, req.camera_vfovs = [cam], vfovs
+        r = _call(render, req)
+        assert not r.success and field in r.message, r.message
     ok = _call(render, RenderViews.Request(size=224, times=[0.0], head_tilts=[0.0],
                                            robot_poses=[Pose2DMsg(x=1.0, y=2.5, theta=0.0)]))
     assert ok.success and (ok.frames[0].width, ok.frames[0].height) == (224, 224)

@@ -3,6 +3,7 @@ the reference observer's invariants, the privileged-input barrier and the policy
 
 import gc
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.protocol import EMOTIONS
 from affectsim_eval.dataset.composer import describe
 from affectsim_eval.orchestrator import evaluate_episode
-from affectsim_eval.passive import body_track, p_init_views, p_mon_views, p_ref_clip
+from affectsim_eval.passive import body_track, p_init_views, p_mon_views, p_ref_clip, visible_fraction
 from affectsim_eval.reference import MAX_STEP, BodyTrack, frame_yaw, plan_reference, smooth_frame
 from affectsim_eval.worlds import InProcessWorld, SimulatorWorld
 from affectsim_nav.active import ActiveEpisode, run_active
@@ -153,8 +154,17 @@ def test_reference_sees_more_of_the_body_than_a_rear_start(backend, scene, perfo
     assert np.allclose(init_poses[0], init_poses[-1])  # P-Init is fixed
     assert not np.allclose(ref.camera_poses[0][:3, 3], init_poses[0][:3, 3])
     assert (backend.pose.x, backend.pose.y) == (START.x, START.y)  # rendering P-Ref restores the robot
-    mon_frames, mon_poses = render_views(backend, p_mon_views(scene, START, backend.robot.head_tilt, "living", times))
+    mon = p_mon_views(scene, START, backend.robot.head_tilt, "living", times)
+    mon_frames, mon_poses = render_views(backend, mon)
     assert mon_frames[0].shape == (480, 640, 3) and np.allclose(mon_poses[0], mon_poses[-1])
+    # the monitor films with its own (wide) lens, not the head camera's 46.8 deg
+    room = next(r for r in scene.rooms if r.id == "living")
+    head_vfov = 2 * math.atan(backend.head_intrinsics.height / 2 / backend.head_intrinsics.fy)
+    assert mon[0].vfov == room.monitor.vfov > head_vfov + math.radians(10)
+    narrow, _ = render_views(backend, [replace(v, vfov=None) for v in mon[:1]])
+    assert not np.array_equal(narrow[0], mon_frames[0])
+    wide = visible_fraction(backend, people, times[:4], mon_poses[:4], mon[0].intrinsics(backend.head_intrinsics))
+    assert wide >= visible_fraction(backend, people, times[:4], mon_poses[:4])  # a wider frame keeps more points
 
 
 # ------------------------------------------------------------------------------ privileged barrier
