@@ -1,7 +1,7 @@
 """Why does P-Mon score what it does? Per family, from a run's results store and its data directory:
 the monitor's room, height, tilt and distance to the target, the target's pelvis inside the monitor's
-frame (at the head camera's field of view, which P-Mon renders with, and at the scene's declared
-one), the mean visible-body fraction of the P-Mon and P-Init clips, and the group Macro-F1 of both
+frame (at the head camera's field of view, P-Mon's lens before 19d16e0, and at the monitor's own,
+which P-Mon renders with since), the mean visible-body fraction of the P-Mon and P-Init clips, and the group Macro-F1 of both
 settings on all episodes and on those where both clips show at least half the body.
 
     .venv/bin/python tools/diagnose_p_mon.py results/bench
