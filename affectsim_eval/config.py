@@ -7,7 +7,6 @@ scenes the episodes refer to (one scene kept loaded: episodes arrive grouped by 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from affectsim_nav.base_control import EXECUTIONS
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR
+from affectsim_perception.recognizers.base import read_manifest as read_checkpoint_manifest
 
 DATA_DIR = DATASET_DIR.parent  # holds motions/, scenes/ and episodes/ (`make bench` builds them)
 MAX_BUDGET = 100_000  # upper bound of either budget a run may set
@@ -99,10 +99,9 @@ def trained_on(recognizers: tuple[str, ...], checkpoints: Path = CHECKPOINT_DIR)
     computed from its split hashes)."""
     out = {}
     for n in recognizers:
-        path = Path(checkpoints) / n / "manifest.json"
-        if not path.is_file():
+        if not (Path(checkpoints) / n / "manifest.json").is_file():
             continue
-        m = json.loads(path.read_text())
+        m = read_checkpoint_manifest(n, checkpoints)
         splits = m.get("dataset_splits_sha256") or {}
         out[n] = {"weights_sha256": m.get("weights_sha256"), "splits": splits,
                   "dataset_version": m.get("dataset_version") or dataset_version(splits)}

@@ -129,7 +129,7 @@ def provenance(meta: dict) -> list[str]:
     version, mismatch = meta.get("dataset_version"), meta.get("dataset_mismatch") or {}
     if mismatch:
         by = {v: sorted(n for n in mismatch if mismatch[n] == v) for v in set(mismatch.values())}
-        return [f"- **Checkpoints trained on another dataset** (the run was started with --allow-dataset-mismatch): "
+        return ["- **Checkpoints trained on another dataset** (the run was started with --allow-dataset-mismatch): "
                 + "; ".join(f"{', '.join(f'`{n}`' for n in names)} on version `{v}`" for v, names in sorted(by.items()))
                 + f", while this run evaluates version `{version}`. Their scores are not those of the shipped protocol."]
     if version is None:

@@ -21,6 +21,7 @@ import tempfile
 import zlib
 from pathlib import Path
 
+from affectsim_core.atomic import read_json
 from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.names import inside
@@ -46,12 +47,7 @@ def read_manifest(root: Path = DATASET_DIR) -> dict:
     path = Path(root) / "manifest.json"
     if not path.is_file():
         raise InvalidInput("dataset", str(root), "a built dataset (run `affectsim dataset build`)")
-    if path.stat().st_size > MAX_MANIFEST_BYTES:
-        raise InvalidInput("manifest.json", f"{path.stat().st_size} bytes", f"at most {MAX_MANIFEST_BYTES}")
-    try:
-        manifest = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput("manifest.json", str(path), f"valid JSON ({exc})") from None
+    manifest = read_json(path, MAX_MANIFEST_BYTES, "manifest.json")
     splits = manifest.get("splits") if isinstance(manifest, dict) else None
     if not isinstance(splits, dict):
         raise InvalidInput("manifest.splits", type(splits).__name__, "a mapping of split name to file entry",

@@ -10,14 +10,13 @@ the checkpoints on the new full build: the evaluator refuses checkpoints of anot
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Callable
 
 from affectsim_bridge.humans import library
 from affectsim_bridge.scene_generator import build_scenes
-from affectsim_core.atomic import write_json
+from affectsim_core.atomic import read_json, write_json
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import SPLITS
 from affectsim_eval.dataset.build import build_dataset
@@ -46,12 +45,7 @@ def read_reference(path: Path = REFERENCE) -> dict:
     """The committed reference, checked (size, JSON, fields)."""
     if not path.is_file():
         raise InvalidInput("dataset reference", str(path), "a file written by `affectsim dataset fingerprint --update`")
-    if path.stat().st_size > MAX_REFERENCE_BYTES:
-        raise InvalidInput("dataset reference", f"{path.stat().st_size} bytes", f"at most {MAX_REFERENCE_BYTES}")
-    try:
-        ref = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput("dataset reference", str(path), f"valid JSON ({exc})") from None
+    ref = read_json(path, MAX_REFERENCE_BYTES, "dataset reference")
     for key in ("seed", "scale", "version", "splits_sha256"):
         if not isinstance(ref, dict) or key not in ref:
             raise InvalidInput(f"dataset reference.{key}", None, "a recorded value", where=str(path))

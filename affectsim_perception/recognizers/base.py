@@ -11,13 +11,13 @@ from __future__ import annotations
 import abc
 import hashlib
 import io
-import json
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from affectsim_core.atomic import read_json
 from affectsim_core.errors import InvalidInput
 from affectsim_core.names import inside
 from affectsim_core.protocol import CLIP_FRAMES, CLIP_SIZE, EMOTIONS
@@ -119,21 +119,23 @@ class Checkpoint:
     manifest: dict = field(default_factory=dict)
 
 
+def read_manifest(name: str, root: Path = CHECKPOINT_DIR) -> dict:
+    """``root/name/manifest.json``, checked: size, JSON, a ``weights_sha256``; any problem names the file."""
+    d = inside(Path(root), name, field="checkpoint")
+    mpath = d / "manifest.json"
+    if not mpath.is_file():
+        raise InvalidInput("checkpoint", str(d), f"a directory with manifest.json (run `affectsim train {name}`)")
+    manifest = read_json(mpath, MAX_MANIFEST_BYTES, "checkpoint manifest")
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("weights_sha256"), str):
+        raise InvalidInput("checkpoint manifest", str(mpath), 'a JSON object with "weights_sha256" (hex digest)')
+    return manifest
+
+
 def load_checkpoint(name: str, root: Path = CHECKPOINT_DIR, required: tuple[str, ...] = ()) -> Checkpoint:
     """Load ``root/name/weights.npz``, verifying its SHA-256 against ``root/name/manifest.json``, that it
     holds the ``required`` arrays, and that every array is finite; any problem names the file."""
-    d = inside(Path(root), name, field="checkpoint")
-    mpath, wpath = d / "manifest.json", d / "weights.npz"
-    if not mpath.is_file():
-        raise InvalidInput("checkpoint", str(d), f"a directory with manifest.json (run `affectsim train {name}`)")
-    if mpath.stat().st_size > MAX_MANIFEST_BYTES:
-        raise InvalidInput("checkpoint manifest", f"{mpath}: {mpath.stat().st_size} bytes", f"at most {MAX_MANIFEST_BYTES}")
-    try:
-        manifest = json.loads(mpath.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput("checkpoint manifest", str(mpath), f"valid JSON ({exc})") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("weights_sha256"), str):
-        raise InvalidInput("checkpoint manifest", str(mpath), 'a JSON object with "weights_sha256" (hex digest)')
+    manifest = read_manifest(name, root)
+    wpath = inside(Path(root), name, field="checkpoint") / "weights.npz"
     size = wpath.stat().st_size if wpath.is_file() else 0
     if not 0 < size <= MAX_WEIGHTS_BYTES:
         raise InvalidInput("checkpoint weights", f"{wpath}: {size} bytes", f"a weights.npz of 1 to {MAX_WEIGHTS_BYTES} bytes")
