@@ -17,7 +17,6 @@ import numpy as np
 from action_msgs.msg import GoalStatus, GoalStatusArray
 from action_msgs.srv import CancelGoal
 from geometry_msgs.msg import Pose2D as Pose2DMsg
-from rclpy.action import ActionClient
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import qos_profile_action_status_default
@@ -31,6 +30,7 @@ from affectsim_core.episode import Episode
 from affectsim_core.errors import AffectSimError
 from affectsim_core.protocol import CLIP_SIZE, Outcome
 from affectsim_core.ros import calls
+from affectsim_core.ros.action_client import ActionClient
 from affectsim_core.ros.conversions import (
     diagnostics_from_msg,
     from_time,

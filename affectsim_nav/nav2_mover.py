@@ -11,10 +11,10 @@ import math
 import threading
 
 from action_msgs.msg import GoalStatus
-from rclpy.action import ActionClient
 from rclpy.node import Node
 
 from affectsim_core.errors import MissingDependency
+from affectsim_core.ros.action_client import ActionClient
 
 
 class Nav2Mover:

@@ -23,7 +23,6 @@ import numpy as np
 import rclpy
 from matplotlib.figure import Figure  # no pyplot: no global state, no display
 from PIL import Image
-from rclpy.action import ActionClient
 
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
 from affectsim_bridge.humans.features import macro_f1
@@ -32,6 +31,7 @@ from affectsim_bridge.scene import load_scene
 from affectsim_core.atomic import write_json
 from affectsim_core.clips import clip_times, sample_indices
 from affectsim_core.protocol import EMOTIONS
+from affectsim_core.ros.action_client import ActionClient
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import image_msg, to_time
 from affectsim_core.ros.env import ensure_loopback

@@ -36,13 +36,13 @@ import psutil
 import rclpy
 from geometry_msgs.msg import Pose
 from geometry_msgs.msg import Pose2D as Pose2DMsg
-from rclpy.action import ActionClient
 
 from affectsim_core.actions import Action
 from affectsim_core.atomic import write_json
 from affectsim_core.errors import AffectSimError
 from affectsim_core.protocol import CLIP_FRAMES, CLIP_SIZE, STEP_SECONDS
 from affectsim_core.ros import calls
+from affectsim_core.ros.action_client import ActionClient
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import from_time, image_msg, to_time
 from affectsim_core.ros.env import ensure_loopback

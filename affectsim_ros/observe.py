@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import rclpy
-from rclpy.action import ActionClient
 
 from affectsim_core.clips import Clip
 from affectsim_core.errors import InvalidInput
@@ -31,6 +30,7 @@ from affectsim_core.protocol import EMOTIONS, ESPL_RADII, STEP_SECONDS, Outcome
 from affectsim_core.provenance import code_version
 from affectsim_core.record import ActiveSummary, EpisodeRecord
 from affectsim_core.ros import calls
+from affectsim_core.ros.action_client import ActionClient
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import diagnostics_from_msg, from_time, image_msg, image_to_array, to_time
 from affectsim_core.ros.env import ensure_loopback

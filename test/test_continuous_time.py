@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 import rclpy
 from geometry_msgs.msg import Twist
-from rclpy.action import ActionClient
 
 from affectsim_bridge.humans.library import Library, build
 from affectsim_core.actions import Action
 from affectsim_core.protocol import FORWARD_M, STEP_SECONDS, TURN_RAD
+from affectsim_core.ros.action_client import ActionClient
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.env import ensure_loopback

@@ -205,3 +205,30 @@ def test_another_rmw_is_refused_since_the_loopback_profile_is_fast_dds():
     env = loopback_env(1, base={"ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST"})
     assert "ROS_AUTOMATIC_DISCOVERY_RANGE" not in env and env["FASTDDS_DEFAULT_PROFILES_FILE"].endswith(
         "fastdds_loopback.xml")
+
+
+def test_a_goal_future_is_registered_once_under_the_lock_that_guards_replies():
+    """The pinned rclpy's send_goal_async registers a second future outside its lock (the first one is
+    orphaned), and a reply taken in between raised ValueError in the sending thread (seen in the nav
+    node test). The project's client registers one future, tracked before any reply can complete it."""
+    from rclpy.action import ActionClient as RclpyActionClient
+    from rclpy.context import Context
+
+    from affectsim_core.ros.action_client import ActionClient
+    from affectsim_interfaces.action import Recognize
+
+    ctx = Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node("goal_probe", context=ctx)
+    try:
+        ours, stock = ActionClient(node, Recognize, "/probe_ours"), RclpyActionClient(node, Recognize, "/probe_stock")
+        f = ours.send_goal_async(Recognize.Goal(), feedback_callback=lambda m: None)
+        assert ours._futures == [f] and list(ours._pending_goal_requests.values()) == [f]
+        assert len(ours._feedback_callbacks) == 1
+        g = stock.send_goal_async(Recognize.Goal())
+        assert list(stock._pending_goal_requests.values()) == [g]
+        with pytest.raises(TypeError, match="Recognize_Result is invalid; expected Recognize_Goal"):
+            ours.send_goal_async(Recognize.Result())
+    finally:
+        node.destroy_node()
+        rclpy.shutdown(context=ctx)

@@ -15,13 +15,14 @@ import pytest
 import rclpy
 from action_msgs.msg import GoalStatus
 from geometry_msgs.msg import Twist
-from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
 from affectsim_bridge.humans.library import Library, build
 from affectsim_core.ros import tf_tree
+from affectsim_core.ros.action_client import ActionClient
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.env import ensure_loopback

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import rclpy
 from action_msgs.msg import GoalStatus
-from rclpy.action import ActionClient
 
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
@@ -16,6 +15,7 @@ from affectsim_bridge.humans.library import Library, build
 from affectsim_bridge.scene import load_scene
 from affectsim_core.geometry import Pose2D
 from affectsim_core.observation import EpisodeInfo
+from affectsim_core.ros.action_client import ActionClient
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import SERVICES

@@ -8,12 +8,12 @@ import threading
 import numpy as np
 import pytest
 import rclpy
-from rclpy.action import ActionClient
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from affectsim_bridge.humans.library import Library, build
 from affectsim_core.actions import Action
 from affectsim_core.person_tracking import locate
+from affectsim_core.ros.action_client import ActionClient
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import from_time, image_msg, to_time
 from affectsim_core.ros.env import ensure_loopback
