@@ -55,6 +55,7 @@ SEEN = 0.3  # visible fraction from which a frame counts as showing the target (
 INFORMATIVE = 0.7  # visible fraction of an informative viewpoint (camera on the body)
 FRONT = math.radians(60)  # rad, informative viewpoints lie within this angle of the body's facing
 DETOUR = 1.5  # obstacle_detour: least ratio of shortest path to straight line to every informative viewpoint
+NEAR_VERTICES = 16  # graph vertices near a start tried for an upper bound on its paths (a fast rejection)
 _SEGMENTS = [("shoulder_l", "elbow_l"), ("elbow_l", "wrist_l"), ("shoulder_r", "elbow_r"), ("elbow_r", "wrist_r"),
              ("hip_l", "knee_l"), ("knee_l", "ankle_l"), ("hip_r", "knee_r"), ("knee_r", "ankle_r"),
              ("spine_lower", "spine_upper"), ("spine_upper", "neck"), ("pelvis", "spine_lower"),
@@ -197,6 +198,27 @@ class SceneContext:
         self._informative = (place, t, np.array(out).reshape(-1, 2))
         return self._informative[2]
 
+    def _path_bound(self, start: np.ndarray, place: HumanPlacement, t: float) -> np.ndarray:
+        """(V,) m: for each informative viewpoint, the length of some free path from ``start`` to it (a
+        straight move to one of the :data:`NEAR_VERTICES` nearest visibility-graph vertices, then the
+        graph): an upper bound on the shortest path, inf where none of those vertices is in sight."""
+        nav = self.nav
+        verts = nav.vertices
+        cached = getattr(self, "_via", None)  # per placement: graph vertex -> viewpoint path lengths
+        if cached is None or cached[0] is not place or cached[1] != t:
+            views = self.informative_viewpoints(place, t)
+            via = np.full((len(views), len(verts)), np.inf)
+            for i, v in enumerate(views):
+                seen = nav._visible(v)
+                if len(seen):
+                    via[i] = (nav._dist[:, seen] + np.linalg.norm(verts[seen] - v, axis=1)[None, :]).min(axis=1)
+            self._via = cached = (place, t, via)
+        near = np.argsort(np.linalg.norm(verts - start, axis=1), kind="stable")[:NEAR_VERTICES]
+        near = near[nav.segment_free(np.repeat(start[None], len(near), 0), verts[near])]
+        if len(near) == 0:
+            return np.full(len(cached[2]), np.inf)
+        return (np.linalg.norm(verts[near] - start, axis=1)[None, :] + cached[2][:, near]).min(axis=1)
+
     def detour_ratio(self, start: np.ndarray, place: HumanPlacement, t: float, stop_below: float = 0.0) -> float:
         """Smallest shortest-path / straight-line ratio from ``start`` over the informative viewpoints
         reachable from it (1.0 as soon as one is in a straight free line); NaN when none is reachable.
@@ -206,6 +228,10 @@ class SceneContext:
             return math.nan
         if self.nav.segment_free(np.repeat(start[None], len(views), 0), views).any():
             return 1.0
+        if stop_below > 0:  # an upper bound on the paths first: below the threshold, so is the shortest path
+            bound = self._path_bound(start, place, t) / np.maximum(np.linalg.norm(views - start, axis=1), 1e-6)
+            if (bound < stop_below).any():
+                return float(bound.min())
         best = math.nan
         for v in views[np.argsort(np.linalg.norm(views - start, axis=1))]:
             ratio = self.nav.geodesic_distance(start, v) / max(1e-6, float(np.linalg.norm(v - start)))
