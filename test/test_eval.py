@@ -36,6 +36,14 @@ FAST = "majority,uniform"  # references: no model inference, so these tests time
 SMALL = {"allow_dataset_mismatch": "true"}  # the small test dataset is not the one the checkpoints were trained on
 
 
+def _exit_code(graph: GraphProcesses, node: str = "evaluator", timeout: float = 120.0, poll_s: float = 0.2):
+    """Wait (up to ``timeout`` s, a safety net) for ``node`` of ``graph`` to exit; its exit code, None if it runs on."""
+    deadline = time.monotonic() + timeout
+    while graph.poll()[node] is None and time.monotonic() < deadline:
+        time.sleep(poll_s)
+    return graph.poll()[node]
+
+
 def _records(run) -> dict[str, dict]:
     with ResultsStore.open(run / "results.sqlite") as st:
         return {r["episode_id"]: comparable(r) for r in st.records(None)}
@@ -53,9 +61,7 @@ def test_ros_graph_records_equal_in_process_records_and_mcap_is_readable(small_d
                         extra_params={"bridge": {"motion_library": str(data / "motions")},
                                       "evaluator": {"data_dir": str(data)}},
                         log_dir=tmp_path / "logs") as g:
-        deadline = time.monotonic() + 300
-        while g.poll()["evaluator"] is None and time.monotonic() < deadline:
-            time.sleep(0.5)
+        _exit_code(g, timeout=300, poll_s=0.5)
         codes = g.poll()
         _failed_episodes_end_the_evaluator_non_zero(data, ids[0], g.domain_id, tmp_path)
         _a_stopped_evaluator_stores_no_failure(data, ids[0], g.domain_id, tmp_path)
@@ -96,10 +102,7 @@ def _failed_episodes_end_the_evaluator_non_zero(data, episode_id: str, domain_id
                             args={"episodes": "0", "episode_ids": episode_id, "recognizers": FAST,
                                   "output_dir": str(out), "retry_failed": retry, "episode_attempts": attempts, **SMALL},
                             extra_params={"evaluator": {"data_dir": str(broken)}}) as ev:
-            deadline = time.monotonic() + 120
-            while ev.poll()["evaluator"] is None and time.monotonic() < deadline:
-                time.sleep(0.2)
-            code = ev.poll()["evaluator"]
+            code = _exit_code(ev)
         log = (logs / "evaluator.log").read_text()
         assert code == 1 and "1 of 1 episodes are stored as failed" in log and "retry_failed:=true" in log, log
         assert "0 already in" in log and "1 to run" in log, log  # the second run evaluates the failed one again
@@ -126,16 +129,16 @@ def test_a_bridge_stall_during_the_benchmark_loses_no_episode(small_data, tmp_pa
         deadline = time.monotonic() + 300
         while not (ros / "results.sqlite").is_file() and time.monotonic() < deadline:
             time.sleep(0.2)
-        time.sleep(2.0)  # into the first episode's requests
+        while "to run on the ROS graph" not in (tmp_path / "logs" / "evaluator.log").read_text() \
+                and time.monotonic() < deadline:  # into the first episode's requests
+            time.sleep(0.1)
         bridge = g.pids()["bridge"]
         os.kill(bridge, signal.SIGSTOP)
         try:
             time.sleep(45.0)  # the fault
         finally:
             os.kill(bridge, signal.SIGCONT)
-        deadline = time.monotonic() + 600
-        while g.poll()["evaluator"] is None and time.monotonic() < deadline:
-            time.sleep(0.5)
+        _exit_code(g, timeout=600, poll_s=0.5)
         codes = g.poll()
     log = (tmp_path / "logs" / "evaluator.log").read_text()
     assert codes["evaluator"] == 0 and codes["bridge"] is None, log
@@ -279,10 +282,7 @@ def test_a_checkpoint_trained_on_another_dataset_version_is_refused_unless_allow
                         args={"episodes": "0", "episode_ids": "test_ag_000000", "recognizers": "majority",
                               "output_dir": str(tmp_path / "refused")},
                         extra_params={"evaluator": {"data_dir": str(data)}}) as ev:
-        deadline = time.monotonic() + 120
-        while ev.poll()["evaluator"] is None and time.monotonic() < deadline:
-            time.sleep(0.2)
-        code = ev.poll()["evaluator"]
+        code = _exit_code(ev)
     log = (logs / "evaluator.log").read_text()
     assert code == 2 and "checkpoints.majority.dataset_version" in log and "Traceback" not in log, log
     assert not (tmp_path / "refused").exists()
