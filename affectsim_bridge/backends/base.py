@@ -21,6 +21,7 @@ import numpy as np
 
 from affectsim_bridge.humans.body import BodyShape
 from affectsim_bridge.humans.motion import Motion
+from affectsim_bridge.humans.reactive import HUMANS_MODES, PERSON_RADIUS_M, Reactions
 from affectsim_bridge.humans.skeleton import DOF_INDEX, DOFS, PELVIS_HEIGHT
 from affectsim_bridge.navigable import NavigableSpace
 from affectsim_bridge.scene import Scene
@@ -31,7 +32,6 @@ from affectsim_core.geometry import Pose2D, Transform, wrap_angle
 from affectsim_core.protocol import FORWARD_M, STEP_SECONDS, TURN_RAD
 from affectsim_core.ros.topics import OPTICAL_FRAME
 
-PERSON_RADIUS_M = 0.25  # a person as an obstacle of the base (a disc around the pelvis)
 MAX_PHASE_S = 1e5  # a motion's starting phase; beyond it the clock loses sub-millisecond resolution
 
 REST_POSE = np.zeros(len(DOFS))  # standing, arms relaxed at the sides
@@ -152,6 +152,7 @@ class SimulatorBackend(abc.ABC):
         self.navigable: NavigableSpace | None = None
         self.pose = Pose2D(0.0, 0.0, 0.0)
         self.humans: tuple[HumanPlacement, ...] = ()
+        self.reactions: Reactions | None = None  # humans="reactive": people respond to the robot
         self.sim_time = 0.0
 
     # ---------------------------------------------------------------- abstract primitives
@@ -192,9 +193,14 @@ class SimulatorBackend(abc.ABC):
         """Intrinsics of the head camera."""
 
     # ---------------------------------------------------------------- shared behaviour
-    def load(self, scene: Scene, robot_pose: Pose2D, humans: tuple[HumanPlacement, ...] = ()) -> None:
+    def load(self, scene: Scene, robot_pose: Pose2D, humans: tuple[HumanPlacement, ...] = (),
+             humans_mode: str = "scripted", reaction_seed: int = 0) -> None:
         """Instantiate a world state; raises :class:`InvalidInput` naming the field on an off-navigable
-        robot pose or an impossible cast of people (see :meth:`_check_people`)."""
+        robot pose or an impossible cast of people (see :func:`check_people`). ``humans_mode``
+        "scripted" replays the motions; "reactive" lets people notice the robot and respond
+        (:mod:`affectsim_bridge.humans.reactive`, random draws from ``reaction_seed``)."""
+        if humans_mode not in HUMANS_MODES:
+            raise InvalidInput("humans", humans_mode, f"one of {', '.join(HUMANS_MODES)}")
         if not robot_pose.is_finite():
             raise InvalidInput("robot_pose", robot_pose, "finite x, y (m) and yaw (rad)")
         if len(humans) > self.max_humans:
@@ -220,11 +226,24 @@ class SimulatorBackend(abc.ABC):
         self.pose = Pose2D(robot_pose.x, robot_pose.y, wrap_angle(robot_pose.yaw))
         self.humans = tuple(humans)
         self.sim_time = 0.0
+        self.reactions = (Reactions(self.humans, self.navigable, self.line_of_sight, self.pose, int(reaction_seed))
+                          if humans_mode == "reactive" else None)
         self._sync()
+
+    def human_pose(self, k: int, t: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Person ``k``'s root position (m, map), yaw-pitch-roll (rad) and DoFs (rad) at sim time ``t``
+        (default now): the scripted motion, or with its reaction to the robot blended on."""
+        t = self.sim_time if t is None else t
+        return self.humans[k].pose_at(t) if self.reactions is None else self.reactions.pose(k, t)
 
     def _human_discs(self) -> np.ndarray:
         """People as round obstacles for the base (x, y, radius :data:`PERSON_RADIUS_M`) at the current sim time."""
-        return np.array([[*h.pose_at(self.sim_time)[0][:2], PERSON_RADIUS_M] for h in self.humans]).reshape(-1, 3)
+        return np.array([[*self.human_pose(k)[0][:2], PERSON_RADIUS_M] for k in range(len(self.humans))]).reshape(-1, 3)
+
+    def _advance_people(self) -> None:
+        """Reactions follow the robot to the current sim time (no-op for scripted people)."""
+        if self.reactions is not None:
+            self.reactions.advance(self.sim_time, self.pose)
 
     def apply_action(self, action: Action | int, realised: tuple[float, float] | None = None) -> MoveResult:
         """Apply one discrete action (lockstep): advances sim time by 0.25 s. ``realised`` (translation m
@@ -249,6 +268,7 @@ class SimulatorBackend(abc.ABC):
             sign = 1.0 if action == Action.TURN_LEFT else -1.0
             self.pose = Pose2D(p.x, p.y, wrap_angle(p.yaw + sign * TURN_RAD))
         self.sim_time += STEP_SECONDS
+        self._advance_people()
         self._sync()
         return MoveResult(self.pose, clipped, dist, self.sim_time)
 
@@ -266,6 +286,7 @@ class SimulatorBackend(abc.ABC):
         dist = float(np.linalg.norm(end - p.xy))
         self.pose = Pose2D(float(end[0]), float(end[1]), wrap_angle(p.yaw + rotation))
         self.sim_time += STEP_SECONDS
+        self._advance_people()
         self._sync()
         return MoveResult(self.pose, clipped, dist, self.sim_time)
 
@@ -289,12 +310,14 @@ class SimulatorBackend(abc.ABC):
         dist = float(np.linalg.norm(end - p.xy))
         self.pose = Pose2D(float(end[0]), float(end[1]), wrap_angle(p.yaw + w * dt))
         self.sim_time += dt
+        self._advance_people()
         self._sync()
         return MoveResult(self.pose, clipped, dist, self.sim_time)
 
     def set_time(self, t: float) -> None:
         """Jump sim time to ``t`` (s) without moving the robot: people take their pose at ``t``
-        (used to render passive clips)."""
+        (used to render passive clips; reacting people are then as they were at ``t``, or, for a
+        later instant, as they would be with the robot standing where it physically is)."""
         self._require_loaded()
         if not (math.isfinite(t) and t >= 0):
             raise InvalidInput("sim_time", t, "seconds >= 0")

@@ -91,7 +91,7 @@ class MujocoBackend(SimulatorBackend):
             if k < len(self.humans):
                 h = self.humans[k]
                 slot.shape(self.model, h.body_shape())
-                slot.pose(d, *h.pose_at(self.sim_time))
+                slot.pose(d, *self.human_pose(k))
             else:
                 slot.park(d)
         mujoco.mj_kinematics(self.model, d)
