@@ -15,6 +15,7 @@ rounded so records compare exactly across runs)::
     d_star      {"1" | "3" | "5": m | None}                     E-SPL's d*(r); None: region empty/unreachable
     anchor      [x, y]                                          the target's anchor (map, m)
     start       [x, y, yaw]
+    social      {min_gap_m, intimate_pct, personal_pct, contacts, people [...]}   reactive runs only
 
 A stored row adds the run fields :data:`RUN_FIELDS` (status, failure reason, wall time, worker,
 seconds per stage), which differ between runs of the same episode and are not part of the record.
@@ -126,6 +127,46 @@ class ReferenceChoice:
     angle: float
 
 
+PERSON_SUMMARY = ("id", "emotion", "noticed_at", "reacting_s", "path_m", "max_shift_m", "blocked_steps")
+
+
+@dataclass(frozen=True)
+class SocialSummary:
+    """Social measures of one A-Obs acquisition among reactive people, over the robot's whole
+    trajectory (gaps surface to surface, m: the robot's round footprint to a person's disc):
+    the smallest gap, the percentage of poses within the intimate zone (< 0.45 m) and the personal
+    zone (0.45-1.2 m) of someone, poses touching someone (gap < 1 cm), and per person (world order)
+    the fields :data:`PERSON_SUMMARY`: when the robot was noticed (s, or None), seconds spent
+    reacting, the length (m) and largest extent (m) of the displacement the robot caused, and
+    displacement steps refused by walls, furniture, the robot or the other person."""
+
+    min_gap_m: float
+    intimate_pct: float
+    personal_pct: float
+    contacts: int
+    people: tuple[dict, ...]
+
+    @staticmethod
+    def from_dict(d: Any, where: str = "social") -> "SocialSummary":
+        keys = ("min_gap_m", "intimate_pct", "personal_pct", "contacts", "people")
+        if not isinstance(d, dict) or set(d) != set(keys):
+            raise InvalidInput("social", sorted(d) if isinstance(d, dict) else d, f"the fields {list(keys)}", where)
+        for k in keys[:3]:
+            if not _num(d[k]):
+                raise InvalidInput(f"social.{k}", d[k], "a number", where)
+        if not isinstance(d["contacts"], int) or isinstance(d["contacts"], bool) or d["contacts"] < 0:
+            raise InvalidInput("social.contacts", d["contacts"], "a count >= 0", where)
+        people = d["people"]
+        if not (isinstance(people, list) and all(isinstance(x, dict) and set(x) == set(PERSON_SUMMARY) for x in people)):
+            raise InvalidInput("social.people", people, f"a list of {{{', '.join(PERSON_SUMMARY)}}}", where)
+        return SocialSummary(d["min_gap_m"], d["intimate_pct"], d["personal_pct"], d["contacts"],
+                             tuple(dict(x) for x in people))
+
+    def to_dict(self) -> dict:
+        return {"min_gap_m": self.min_gap_m, "intimate_pct": self.intimate_pct, "personal_pct": self.personal_pct,
+                "contacts": self.contacts, "people": [dict(x) for x in self.people]}
+
+
 @dataclass(frozen=True)
 class EpisodeRecord:
     """The paired record of one episode (see the module docstring)."""
@@ -145,6 +186,7 @@ class EpisodeRecord:
     d_star: dict[str, float | None]
     anchor: tuple[float, float]
     start: tuple[float, float, float]
+    social: SocialSummary | None = None  # reactive people only (absent from scripted records)
 
     @property
     def recognizers(self) -> list[str]:
@@ -157,7 +199,7 @@ class EpisodeRecord:
         if not isinstance(d, dict):
             raise InvalidInput("record", type(d).__name__, "a mapping", where)
         w = f"{where}: {d.get('episode_id', '<no id>')}"
-        missing = [n for n in names if n not in d]
+        missing = [n for n in names if n not in d and n != "social"]
         unknown = sorted(set(d) - set(names) - set(RUN_FIELDS))
         if missing or unknown:
             raise InvalidInput("record fields", {"missing": missing, "unknown": unknown},
@@ -201,7 +243,8 @@ class EpisodeRecord:
         return EpisodeRecord(d["episode_id"], d["scene_id"], d["family"], d["challenge"], d["action"], d["label"],
                              preds, probs, outs, ActiveSummary.from_dict(d["a_obs"], w),
                              None if ref is None else ReferenceChoice(**ref), dict(d["visible"]), dict(d["d_star"]),
-                             tuple(d["anchor"]), tuple(d["start"]))
+                             tuple(d["anchor"]), tuple(d["start"]),
+                             None if d.get("social") is None else SocialSummary.from_dict(d["social"], w))
 
     def to_dict(self) -> dict:
         """The JSON form stored in the results store."""
@@ -209,7 +252,8 @@ class EpisodeRecord:
                 "challenge": self.challenge, "action": self.action, "label": self.label,
                 "predictions": self.predictions, "probs": self.probs, "outcomes": self.outcomes,
                 "a_obs": self.a_obs.to_dict(), "p_ref": None if self.p_ref is None else asdict(self.p_ref),
-                "visible": self.visible, "d_star": self.d_star, "anchor": list(self.anchor), "start": list(self.start)}
+                "visible": self.visible, "d_star": self.d_star, "anchor": list(self.anchor), "start": list(self.start),
+                **({} if self.social is None else {"social": self.social.to_dict()})}
 
 
 def comparable(stored: dict) -> dict:

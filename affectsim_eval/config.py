@@ -12,6 +12,7 @@ from pathlib import Path
 
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
 from affectsim_bridge.humans.library import Library
+from affectsim_bridge.humans.reactive import HUMANS_MODES
 from affectsim_bridge.scene import Scene, load_scene
 from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
@@ -44,6 +45,7 @@ class EvalConfig:
     max_planner_calls: int = MAX_PLANNER_CALLS
     backend: str = DEFAULT_BACKEND
     execution: str = "lockstep"  # how the nav node moves the robot (continuous time: cmd_vel, nav2)
+    humans: str = "scripted"  # scripted (the paper's protocol) or reactive (people respond to the robot)
 
     def validate(self) -> "EvalConfig":
         if self.split not in SPLITS:
@@ -63,6 +65,8 @@ class EvalConfig:
             raise InvalidInput("backend", self.backend, f"one of {BACKENDS.names()}")
         if self.execution not in EXECUTIONS:
             raise InvalidInput("execution", self.execution, f"one of {', '.join(EXECUTIONS)}")
+        if self.humans not in HUMANS_MODES:
+            raise InvalidInput("humans", self.humans, f"one of {', '.join(HUMANS_MODES)}")
         if not (1 <= self.max_actions <= MAX_BUDGET):
             raise InvalidInput("max_actions", self.max_actions, f"1..{MAX_BUDGET}")
         if not (0 <= self.max_planner_calls <= MAX_BUDGET):
@@ -70,9 +74,12 @@ class EvalConfig:
         return self
 
     def as_dict(self) -> dict:
-        return {"split": self.split, "episodes": self.episodes, "seed": self.seed, "ids": list(self.ids),
-                "recognizers": list(self.recognizers), "policy": self.policy, "max_actions": self.max_actions,
-                "max_planner_calls": self.max_planner_calls, "backend": self.backend, "execution": self.execution}
+        """The stored form; ``humans`` only when reactive, so runs stored before the option existed
+        resume under the default."""
+        out = {"split": self.split, "episodes": self.episodes, "seed": self.seed, "ids": list(self.ids),
+               "recognizers": list(self.recognizers), "policy": self.policy, "max_actions": self.max_actions,
+               "max_planner_calls": self.max_planner_calls, "backend": self.backend, "execution": self.execution}
+        return out if self.humans == "scripted" else {**out, "humans": self.humans}
 
 
 def select_episodes(cfg: EvalConfig, data: Path = DATA_DIR) -> list[Episode]:

@@ -12,6 +12,11 @@ For an episode and an :class:`~affectsim_eval.worlds.EvalWorld` (in-process or t
 5. the paired :class:`~affectsim_core.record.EpisodeRecord`: predictions, the A-Obs summary, the
    reference observer's choice, the visible-body fractions and d*(r), floats rounded so that
    records compare exactly.
+
+With reactive people (``humans="reactive"``) the passive settings show them reacting to the robot
+standing at x0 (the virtual cameras of P-Ref and P-Mon are never noticed), A-Obs shows them reacting
+to the robot's acquisition, and the record gains the social measures
+(:mod:`affectsim_eval.social`), computed on the geometry backend replayed along the trajectory.
 """
 
 from __future__ import annotations
@@ -26,11 +31,12 @@ from affectsim_bridge.scene import Scene
 from affectsim_core.clips import clip_times, sample_indices
 from affectsim_core.episode import Episode
 from affectsim_core.protocol import ESPL_RADII, PASSIVE_SETTINGS, SETTINGS
-from affectsim_core.record import ActiveSummary, EpisodeRecord, ReferenceChoice
+from affectsim_core.record import ActiveSummary, EpisodeRecord, ReferenceChoice, SocialSummary
 from affectsim_core.timing import NULL, StageTimes
 from affectsim_eval.metrics import d_star
 from affectsim_eval.passive import passive_views, placements, visible_fraction
 from affectsim_eval.reference import ReferencePlan
+from affectsim_eval.social import replay_reactions, social_summary
 from affectsim_eval.worlds import Acquisition, EvalWorld
 from affectsim_perception.recognizers.base import Prediction
 
@@ -48,40 +54,46 @@ def _r(x: float, nd: int = 6) -> float:
 
 
 def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: Callable,
-                     max_actions: int, max_planner_calls: int, times: StageTimes = NULL) -> EvaluatedEpisode:
-    """Observe ``ep`` in every setting in ``world``, recognise every clip, build the record."""
+                     max_actions: int, max_planner_calls: int, times: StageTimes = NULL,
+                     humans: str = "scripted") -> EvaluatedEpisode:
+    """Observe ``ep`` in every setting in ``world``, recognise every clip, build the record;
+    ``humans``: "scripted" (the paper's protocol) or "reactive"."""
     people = placements(ep, load_motion)
     target = next(p for p in people if p.is_target)
     full = clip_times(target.motion.duration)
     idx = sample_indices(len(full))
     g = world.geometry
     with times("passive"):
-        g.load(scene, ep.start, tuple(people))
-        views, plan = passive_views(ep, g, scene, people, full, idx)
-        world.load(ep, scene, people)
+        g.load(scene, ep.start, tuple(people), humans_mode=humans, reaction_seed=ep.seed)
+        views, plan = passive_views(ep, g, scene, full, idx)
+        world.load(ep, scene, people, humans)
         rendered = {s: world.render(views[s]) for s in PASSIVE_SETTINGS}
     frames = {s: f for s, (f, _p) in rendered.items()}
     poses = {s: p for s, (_f, p) in rendered.items()}
-    shown = {s: full[idx] for s in PASSIVE_SETTINGS}
-    world.load(ep, scene, people)  # time and pose back to the episode start for A-Obs
+    lens = {s: views[s][0].intrinsics(g.head_intrinsics) for s in PASSIVE_SETTINGS}  # P-Mon: the monitor's
+    visible = {s: visible_fraction(g, full[idx], poses[s], lens[s]) for s in PASSIVE_SETTINGS}
+    world.load(ep, scene, people, humans)  # time and pose back to the episode start for A-Obs
     acq = world.acquire(ep, len(full), max_actions, max_planner_calls)
+    social = None
+    if humans == "reactive":
+        replay_reactions(g, scene, ep.start, people, ep.seed, acq.trajectory)
+        social = social_summary(g, acq.trajectory)
     fallback = acq.frames is None
     if fallback:
-        frames["a_obs"], poses["a_obs"], shown["a_obs"] = frames["p_init"], poses["p_init"], shown["p_init"]
+        frames["a_obs"], visible["a_obs"] = frames["p_init"], visible["p_init"]
     else:
-        frames["a_obs"], poses["a_obs"], shown["a_obs"] = acq.frames, acq.camera_poses, acq.times
-    lens = {s: views[s][0].intrinsics(g.head_intrinsics) for s in PASSIVE_SETTINGS}  # P-Mon: the monitor's
-    visible = {s: visible_fraction(g, people, shown[s], poses[s], lens.get(s)) for s in SETTINGS}
+        frames["a_obs"], visible["a_obs"] = acq.frames, visible_fraction(g, acq.times, acq.camera_poses)
+    visible = {s: visible[s] for s in SETTINGS}
     with times("recognition"):
         preds = {s: world.recognize(frames[s]) for s in SETTINGS}
     with times("d_star"):
-        record = episode_record(ep, preds, acq, fallback, plan, visible, g.navigable)
+        record = episode_record(ep, preds, acq, fallback, plan, visible, g.navigable, social)
     return EvaluatedEpisode(record, frames)
 
 
 def episode_record(ep: Episode, predictions: Mapping[str, Mapping[str, Prediction]], acq: Acquisition,
                    fallback: bool, plan: ReferencePlan | None, visible: Mapping[str, float],
-                   nav: NavigableSpace) -> EpisodeRecord:
+                   nav: NavigableSpace, social: SocialSummary | None = None) -> EpisodeRecord:
     """The paired record of one episode from ``predictions[setting][recognizer]``, the acquisition and
     the reference observer's ``plan``; d*(r) is computed on ``nav`` (the static navmesh)."""
     target = ep.target
@@ -106,4 +118,4 @@ def episode_record(ep: Episode, predictions: Mapping[str, Mapping[str, Predictio
         p_ref=None if plan is None else ReferenceChoice(plan.frame, _r(plan.distance), _r(plan.angle)),
         visible={s: _r(v, 4) for s, v in visible.items()},
         d_star=dstar, anchor=(_r(anchor[0]), _r(anchor[1])),
-        start=(_r(start[0]), _r(start[1]), _r(ep.start.yaw)))
+        start=(_r(start[0]), _r(start[1]), _r(ep.start.yaw)), social=social)

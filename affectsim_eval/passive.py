@@ -41,24 +41,25 @@ def episode_info(ep: Episode, nav, resolution: float = 0.05) -> EpisodeInfo:
                             nav.radius, ep.target_description or None)
 
 
-def body_track(people: list[HumanPlacement], times: np.ndarray) -> BodyTrack:
-    """Ground-truth geometry of the target over ``times`` (privileged; for P-Ref and visibility)."""
-    target = next(p for p in people if p.is_target)
-    m = target.motion
-    poses = [target.pose_at(float(t)) for t in times]
+def body_track(backend: SimulatorBackend, times: np.ndarray) -> BodyTrack:
+    """Ground-truth geometry of ``backend``'s target over ``times`` (privileged; for P-Ref and
+    visibility): the scripted motion, or, for reactive people, the motion with its reaction."""
+    k = next(i for i, p in enumerate(backend.humans) if p.is_target)
+    body = backend.humans[k].body_shape()
+    poses = [backend.human_pose(k, float(t)) for t in times]
     pos = np.stack([p[0] for p in poses])
     rot = np.stack([p[1] for p in poses])
     q = np.stack([p[2] for p in poses])
-    pts, _ = forward_kinematics(m.body.height, pos, rot, q, m.body.joint_offsets())
+    pts, _ = forward_kinematics(body.height, pos, rot, q, body.joint_offsets())
     return BodyTrack(np.asarray(times, float), pts, pos[:, :2], rot[:, 0])
 
 
-def visible_fraction(backend: SimulatorBackend, people: list[HumanPlacement], times: np.ndarray,
-                     camera_poses: np.ndarray, intrinsics: CameraIntrinsics | None = None) -> float:
+def visible_fraction(backend: SimulatorBackend, times: np.ndarray, camera_poses: np.ndarray,
+                     intrinsics: CameraIntrinsics | None = None) -> float:
     """Mean visible-body fraction of the target in views taken at ``times`` from ``camera_poses``
     (N, 4, 4 optical frames in map) with ``intrinsics`` (default the head camera's): ground truth of
     ``backend``'s world, for evaluation only."""
-    track = body_track(people, np.asarray(times, float))
+    track = body_track(backend, np.asarray(times, float))
     k = intrinsics or backend.head_intrinsics
     return float(np.mean([view_quality(track.points[n], camera_poses[n], k, backend.line_of_sight)[0]
                           for n in range(len(times))]))
@@ -81,14 +82,14 @@ def p_mon_views(scene, start: Pose2D, tilt: float, room_id: str, times: np.ndarr
     return [View(float(t), start, tilt, cam, room.monitor.vfov) for t in times]
 
 
-def p_ref_views(backend: SimulatorBackend, people: list[HumanPlacement], times: np.ndarray,
+def p_ref_views(backend: SimulatorBackend, times: np.ndarray,
                 render: np.ndarray | None = None) -> tuple[list[View], ReferencePlan]:
     """The reference observer's trajectory, planned over all clip ``times`` (privileged geometry of
     ``backend``: navigable space, line of sight, head height) and viewed at the indices ``render``
     (default all) from the robot's own head camera: the base stands at the planned point facing
     the body, the head tilts to centre it."""
     head = backend.link_transforms()[OPTICAL_FRAME].translation
-    track = body_track(people, times)
+    track = body_track(backend, times)
     plan = plan_reference(track, backend.navigable, backend.line_of_sight, float(head[2]), backend.head_intrinsics)
     views = []
     for n in (np.arange(len(times)) if render is None else np.asarray(render)):
@@ -101,26 +102,25 @@ def p_ref_views(backend: SimulatorBackend, people: list[HumanPlacement], times: 
     return views, plan
 
 
-def monitor_room(ep: Episode, scene, people: list[HumanPlacement]) -> str:
+def monitor_room(ep: Episode, scene) -> str:
     """The room whose monitor films the episode: the dataset's choice, else the target's room."""
-    target = next(p for p in people if p.is_target)
-    return ep.monitor_room or scene.room_at((target.x, target.y)).id
+    return ep.monitor_room or scene.room_at((ep.target.x, ep.target.y)).id
 
 
-def passive_views(ep: Episode, backend: SimulatorBackend, scene, people: list[HumanPlacement], full: np.ndarray,
+def passive_views(ep: Episode, backend: SimulatorBackend, scene, full: np.ndarray,
                   render: np.ndarray) -> tuple[dict[str, list[View]], ReferencePlan]:
     """The views of P-Init, P-Ref and P-Mon at the clip frames ``full[render]`` (``full``: every
     full-rate frame time; P-Ref plans over all of them) for a ``backend`` loaded with the episode."""
     start, tilt = ep.start, backend.robot.head_tilt
-    ref, plan = p_ref_views(backend, people, full, render)
+    ref, plan = p_ref_views(backend, full, render)
     return {"p_init": p_init_views(start, tilt, full[render]), "p_ref": ref,
-            "p_mon": p_mon_views(scene, start, tilt, monitor_room(ep, scene, people), full[render])}, plan
+            "p_mon": p_mon_views(scene, start, tilt, monitor_room(ep, scene), full[render])}, plan
 
 
 # ------------------------------------------------------------------------------ P-Ref clips (training data, benches)
-def p_ref_clip(backend: SimulatorBackend, people: list[HumanPlacement], times: np.ndarray,
+def p_ref_clip(backend: SimulatorBackend, times: np.ndarray,
                render: np.ndarray | None = None) -> tuple[Clip, ReferencePlan]:
     """P-Ref's frames at ``times[render]`` (default all) as a clip, and the reference plan."""
-    views, plan = p_ref_views(backend, people, times, render)
+    views, plan = p_ref_views(backend, times, render)
     frames, poses = render_views(backend, views)
     return Clip("p_ref", np.array([v.time for v in views]), frames, poses), plan

@@ -29,6 +29,7 @@ from affectsim_core.record import EpisodeRecord
 from affectsim_eval.config import DATA_DIR
 from affectsim_eval import paper
 from affectsim_eval.metrics import METRICS, compute_all, group_ogr, ogr
+from affectsim_eval.social import social_by_emotion
 from affectsim_eval.store import ResultsStore
 
 REFERENCES = ("majority", "uniform")
@@ -84,6 +85,7 @@ def summarize(records: Sequence[EpisodeRecord]) -> dict:
         "group_recall": {x: {e: _nanmean([recall[n][x][e] for n in models]) for e in EMOTIONS} for x in settings}
         if models else {},
         "family": family,
+        "social": social_by_emotion(records),  # {} unless people were reactive
     }
 
 
@@ -216,11 +218,59 @@ def render(s: dict, meta: dict, failures: list[tuple[str, str]], figures: dict[s
         rows = [[f, s["family"][f]["n"]] + [_gain(s["family"][f]["group"][x], s["family"][f]["group"]["p_init"])
                                             for x in shown if x != "p_init"] for f in s["family"]]
         lines += [_table(["family", "episodes", *(NAMES[x] for x in shown if x != "p_init")], rows), ""]
+    if s["social"]:
+        lines += _social_section(s, group[0] if group else None, figures)
     if "maps" in figures:
         lines += ["## Example trajectories (Fig. 6)", "", f"![trajectories]({figures['maps']})", ""]
     if failures:
         lines += ["## Failed episodes", "", *[f"- `{i}`: {why}" for i, why in failures], ""]
     return "\n".join(lines)
+
+
+def _social_section(s: dict, group: str | None, figures: dict[str, str]) -> list[str]:
+    """Social measures per target emotion beside the group's A-Obs recall and its gain over P-Init."""
+    lines = ["## Social measures (reactive people)", "",
+             "Over the robot's whole A-Obs trajectory; gaps surface to surface (robot footprint to the person's "
+             "disc); zones: intimate < 0.45 m, personal 0.45–1.2 m. Target: the person whose emotion is scored.", ""]
+    rec = s["group_recall"] if group else {}
+    rows = []
+    for e, v in s["social"].items():
+        if e == "all":
+            acc = _pct(s["group"].get("a_obs")) if group else "–"
+            gain = _gain(s["group"]["a_obs"], s["group"]["p_init"]) if group else "–"
+        else:
+            acc = _pct(rec["a_obs"][e]) if group else "–"
+            gain = _gain(rec["a_obs"][e], rec["p_init"][e]) if group else "–"
+        rows.append([e, v["n"], acc, gain, f"{v['noticed_pct']:.0f}", f"{v['reacting_s']:.1f}", f"{v['path_m']:.2f}",
+                     f"{v['max_shift_m']:.2f}", f"{v['min_gap_m']:.2f}", f"{v['intimate_pct']:.1f}",
+                     f"{v['personal_pct']:.1f}", v["contacts"]])
+    lines += [_table(["target emotion", "episodes", "A-Obs (group recall; all: Macro-F1)", "gain over P-Init",
+                      "noticed %", "reacting s", "displaced m", "max shift m", "min gap m", "intimate %",
+                      "personal %", "contacts"], rows), ""]
+    if "social" in figures:
+        lines += [f"![gain against disturbance]({figures['social']})", ""]
+    return lines
+
+
+def _social_figure(s: dict, path: Path) -> bool:
+    """Recognition gain (A-Obs − P-Init group recall, points) against the target's displacement per emotion."""
+    rec = s["group_recall"]
+    pts = [(e, v["path_m"], 100 * (rec["a_obs"][e] - rec["p_init"][e])) for e, v in s["social"].items()
+           if e != "all" and rec and rec["a_obs"][e] is not None and rec["p_init"][e] is not None]
+    if not pts:
+        return False
+    fig = Figure(figsize=(4.6, 3.4))
+    ax = fig.subplots()
+    for e, x, y in pts:
+        ax.plot(x, y, "o")
+        ax.annotate(e, (x, y), fontsize=8, xytext=(3, 3), textcoords="offset points")
+    ax.axhline(0, color="grey", lw=0.6)
+    ax.set_xlabel("target displaced by the robot (m, mean)")
+    ax.set_ylabel("A-Obs − P-Init recall (points)")
+    ax.set_title("Recognition gain against disturbance", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return True
 
 
 def _paired_figure(s: dict, path: Path) -> None:
@@ -294,6 +344,8 @@ def write_report(run: Path) -> Path:
         scenes = Path(meta.get("data_dir", DATA_DIR)) / "scenes"
         if _maps_figure(records, run, tmp / "trajectories.png", scenes):
             figures["maps"] = "figures/trajectories.png"
+        if s["social"] and s["models"] and _social_figure(s, tmp / "social.png"):
+            figures["social"] = "figures/social.png"
     text = render(s, meta, failures, figures)
     out = run / "report.md"
     tmp = out.with_suffix(".md.tmp")

@@ -48,7 +48,8 @@ class EpisodeWorker:
 
     def evaluate(self, ep: Episode):
         return evaluate_episode(ep, self.world, self.data.scene(ep.scene_id), self.data.load_motion,
-                                self.cfg.max_actions, self.cfg.max_planner_calls, times=self.times)
+                                self.cfg.max_actions, self.cfg.max_planner_calls, times=self.times,
+                                humans=self.cfg.humans)
 
     def run(self, ep: Episode) -> EpisodeResult:
         """The episode's result; a failure is a result too (never raises)."""

@@ -81,11 +81,11 @@ def _render_clip(ep: Episode) -> list[dict]:
     b.load(w["scene"], ep.start, tuple(people))
     full = clip_times(target.motion.duration)
     times = full[sample_indices(len(full))]
-    track = body_track(people, times)
+    track = body_track(b, times)
     rng = np.random.default_rng([int(ep.seed), 7])
     views = []
     try:
-        clip, _plan = p_ref_clip(b, people, times)
+        clip, _plan = p_ref_clip(b, times)
         views.append(("reference", clip.frames, clip.camera_poses))
     except RuntimeError:  # no navigable reference viewpoint around this performer
         pass

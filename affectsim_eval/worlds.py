@@ -53,8 +53,9 @@ class EvalWorld(Protocol):
 
     geometry: SimulatorBackend
 
-    def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement]) -> None:
-        """Instantiate the episode: scene, people at sim time 0, robot at the start pose."""
+    def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement], humans: str = "scripted") -> None:
+        """Instantiate the episode: scene, people at sim time 0 (``humans``: scripted or reactive, with
+        the episode's seed), robot at the start pose."""
 
     def render(self, views: list[View]) -> tuple[np.ndarray, np.ndarray]:
         """The recognizer-size frames (N, 224, 224, 3) uint8 and optical-frame poses (N, 4, 4) of
@@ -108,8 +109,8 @@ class InProcessWorld:
         self.geometry = self.backend = backend
         self.policy, self.recognizers, self.times = policy, recognizers, times
 
-    def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement]) -> None:
-        self.backend.load(scene, ep.start, tuple(people))
+    def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement], humans: str = "scripted") -> None:
+        self.backend.load(scene, ep.start, tuple(people), humans_mode=humans, reaction_seed=ep.seed)
 
     def render(self, views: list[View]) -> tuple[np.ndarray, np.ndarray]:
         frames, poses = render_views(self.backend, views, CLIP_SIZE)

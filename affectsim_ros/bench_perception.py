@@ -58,7 +58,7 @@ def _clips(n: int = 6) -> list[ClipInput]:
         people = placements(ep, lib.load)
         b.load(load_scene(ep.scene_id), ep.start, tuple(people))
         full = clip_times(next(p for p in people if p.is_target).motion.duration)
-        clip, _plan = p_ref_clip(b, people, full, sample_indices(len(full)))
+        clip, _plan = p_ref_clip(b, full, sample_indices(len(full)))
         out.append(ClipInput(clip.sampled()))
     b.close()
     return out

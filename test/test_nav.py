@@ -123,7 +123,7 @@ def test_reference_observer_keeps_the_relative_view_inside_navigable_space(backe
     people = [person(m, 3.0, 2.0, 0.0)]
     backend.load(scene, START, tuple(people))
     times = clip_times(m.duration)
-    track = body_track(people, times)
+    track = body_track(backend, times)
     assert set(BodyTrack.__dataclass_fields__) == {"times", "points", "root", "yaw"}  # geometry only, no labels
     head_h = float(backend.link_transforms()["head_camera_rgb_optical_frame"].translation[2])
     plan = plan_reference(track, backend.navigable, backend.line_of_sight, head_h, backend.head_intrinsics)
@@ -148,7 +148,7 @@ def test_reference_sees_more_of_the_body_than_a_rear_start(backend, scene, perfo
     backend.load(scene, START, tuple(people))
     times = clip_times(m.duration)
     init_frames, init_poses = render_views(backend, p_init_views(START, backend.robot.head_tilt, times))
-    ref, plan = p_ref_clip(backend, people, times)
+    ref, plan = p_ref_clip(backend, times)
     assert abs(plan.angle) <= math.radians(90)  # chooses a frontal-ish relative view
     assert len(init_frames) == len(ref.frames) == clip_steps(m.duration)
     assert np.allclose(init_poses[0], init_poses[-1])  # P-Init is fixed
@@ -163,8 +163,8 @@ def test_reference_sees_more_of_the_body_than_a_rear_start(backend, scene, perfo
     assert mon[0].vfov == room.monitor.vfov > head_vfov + math.radians(10)
     narrow, _ = render_views(backend, [replace(v, vfov=None) for v in mon[:1]])
     assert not np.array_equal(narrow[0], mon_frames[0])
-    wide = visible_fraction(backend, people, times[:4], mon_poses[:4], mon[0].intrinsics(backend.head_intrinsics))
-    assert wide >= visible_fraction(backend, people, times[:4], mon_poses[:4])  # a wider frame keeps more points
+    wide = visible_fraction(backend, times[:4], mon_poses[:4], mon[0].intrinsics(backend.head_intrinsics))
+    assert wide >= visible_fraction(backend, times[:4], mon_poses[:4])  # a wider frame keeps more points
 
 
 # ------------------------------------------------------------------------------ privileged barrier

@@ -9,12 +9,20 @@ import pytest
 
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
+from affectsim_bridge.scene import load_scene
 from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.reactive import REACTIONS, SUBSTEP_S, Attention, Reactions
 from affectsim_bridge.humans.styles import Performer
 from affectsim_core.actions import Action
+from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import Pose2D
+from affectsim_eval.dataset.composer import describe
+from affectsim_eval.orchestrator import evaluate_episode
+from affectsim_eval.worlds import InProcessWorld
+from affectsim_nav.policy import create_policy
+from affectsim_perception.person_model import BlazePose
+from affectsim_perception.recognizers import RECOGNIZERS
 from helpers import box_room
 
 PERFORMER = Performer.sample("R1", np.random.default_rng(3))
@@ -149,3 +157,32 @@ def test_bad_reaction_parameters_are_refused_with_the_field():
         Attention(range_m=float("nan")).validate()
     with pytest.raises(InvalidInput, match="humans"):
         BACKENDS.create("mujoco").load(ROOM, Pose2D(1.0, 2.0, 0.0), (), humans_mode="telepathic")
+
+
+def test_an_episode_with_reactive_people_records_social_measures_and_repeats_exactly(backend):
+    scene = load_scene("test_apartment")
+    m = generate("s", "standing", "fearful", PERFORMER, 1, scenario="gestures")
+    ep = Episode.from_dict({
+        "episode_id": "test_ag_000001", "scene_id": "test_apartment", "monitor_room": "living",
+        "start_position": [1.5, 2.5, 0.0], "start_rotation": [1.0, 0.0, 0.0, 0.0], "family": "action_grounded",
+        "challenge": None, "emotion": "fearful", "action": "standing", "seed": 3,
+        "humans": [{"role": "target", "motion_id": "s", "x": 4.0, "y": 2.8, "yaw": math.pi, "phase": 0.0,
+                    "description": describe(m)}]})
+    policy = create_policy("baseline", BlazePose)
+    world = InProcessWorld(backend, policy, {"majority": RECOGNIZERS.create("majority")})
+    try:
+        runs = {h: evaluate_episode(ep, world, scene, lambda mid: m, max_actions=40, max_planner_calls=80, humans=h)
+                for h in ("scripted", "reactive")}
+        again = evaluate_episode(ep, world, scene, lambda mid: m, max_actions=40, max_planner_calls=80,
+                                 humans="reactive")
+    finally:
+        policy.close()
+    scripted, reactive = runs["scripted"].record, runs["reactive"].record
+    assert scripted.social is None and "social" not in scripted.to_dict()
+    social = reactive.social
+    assert social is not None and len(social.people) == 1 and social.people[0]["emotion"] == "fearful"
+    assert social.people[0]["noticed_at"] is not None  # the robot starts 2.5 m away, in view
+    assert 0.0 <= social.intimate_pct + social.personal_pct <= 100.0 and social.min_gap_m >= 0.0
+    # the same episode, seed and policy: the same record, bit for bit (and it survives its JSON form)
+    assert again.record.to_dict() == reactive.to_dict()
+    assert type(reactive).from_dict(reactive.to_dict()) == reactive

@@ -86,9 +86,9 @@ GESTURES: dict[str, dict[str, float]] = {
     "wave": {"shoulder_r_abd": 135.0, "shoulder_r_flex": 20.0, "elbow_r_flex": 60.0},  # happy: hand raised
     "thrust": {"shoulder_r_flex": 75.0, "shoulder_r_abd": 10.0, "elbow_r_flex": 10.0,  # angry: arm thrust
                "elbow_l_flex": 95.0, "spine_upper_flex": 10.0},
-    "guard": {"shoulder_l_flex": 50.0, "shoulder_r_flex": 50.0, "elbow_l_flex": 110.0,  # fearful: arms up
-              "elbow_r_flex": 110.0, "spine_upper_flex": -10.0},
-    "slump": {"spine_upper_flex": 20.0, "neck_flex": 20.0, "shoulder_l_flex": 0.0, "shoulder_r_flex": 0.0},  # sad
+    "guard": {"shoulder_l_flex": 30.0, "shoulder_r_flex": 30.0, "elbow_l_flex": 115.0,  # fearful: hands at
+              "elbow_r_flex": 115.0, "spine_upper_flex": -8.0},  # the chest, trunk back
+    "slump": {"spine_upper_flex": 12.0, "neck_flex": 12.0, "shoulder_l_flex": 0.0, "shoulder_r_flex": 0.0},  # sad
 }
 WAVE_HZ, WAVE_DEG = 2.0, 25.0  # the happy wave: elbow oscillation
 
@@ -155,7 +155,7 @@ REACTIONS: dict[str, Reaction] = {r.emotion: r.validate() for r in (
     Reaction("fearful", 1.0, None, 1.0, D(-5), 0.3, D(120), 2.0, 0.0, 1.0, 2.5, 0.7, 0.8, 0.0, "guard"),
     Reaction("angry", 1.0, 3.0, 1.0, D(-5), 1.0, D(150), 0.0, 1.2, 0.7, 1.0, 0.5, 0.0, 0.0, "thrust"),
     Reaction("happy", 1.0, 2.5, 1.0, D(-5), 0.6, D(90), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, "wave"),
-    Reaction("sad", 1.0, None, -1.0, D(20), -0.5, D(45), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, "slump"),
+    Reaction("sad", 1.0, None, -1.0, D(15), -0.5, D(45), 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, "slump"),
     Reaction("neutral", 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, "none"),
 )}
 ATTENTION = Attention().validate()
@@ -241,8 +241,8 @@ class Reactions:
     # ------------------------------------------------------------------ time
     def advance(self, t_end: float, robot_end: Pose2D) -> None:
         """Integrate to sim time ``t_end`` (s) while the robot moves linearly from its last pose to
-        ``robot_end`` (m, rad, map): whole sub-steps only, so any split of the same interval into calls
-        whose ends fall on sub-steps gives the same states."""
+        ``robot_end`` (m, rad, map), in whole sub-steps: a remainder shorter than one waits for the next
+        call (the robot's pose at the reactions' clock is kept)."""
         if not (math.isfinite(t_end) and t_end >= self.t - 1e-9):
             raise InvalidInput("sim_time", t_end, f"seconds >= the reactions' clock {self.t:.3f}")
         start, t0 = self.robot, self.t
