@@ -54,6 +54,7 @@ from affectsim_core.protocol import FORWARD_M, MODES, STEP_SECONDS, TURN_RAD
 from affectsim_core.ros import conversions as cv
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES, TOPICS
+from affectsim_interfaces.msg import HumanReactions
 from affectsim_interfaces.srv import ApplyAction, LoadWorld, RenderViews
 
 MAP_RESOLUTION = 0.05
@@ -157,7 +158,8 @@ class BridgeNode(Node):
                  "depth_info": (CameraInfo, rel), "scan": (LaserScan, rel), "odom": (Odometry, QoSProfile(depth=10)),
                  "tf": (TFMessage, QoSProfile(depth=100)), "tf_static": (TFMessage, latched),
                  "map": (OccupancyGrid, latched), "clock": (Clock, QoSProfile(depth=10)),
-                 "gt_robot": (PoseStamped, QoSProfile(depth=10)), "gt_humans": (PoseArray, QoSProfile(depth=10))}
+                 "gt_robot": (PoseStamped, QoSProfile(depth=10)), "gt_humans": (PoseArray, QoSProfile(depth=10)),
+                 "gt_reactions": (HumanReactions, QoSProfile(depth=10))}
         self.pub = {key: self.create_publisher(typ, TOPICS[key], qos) for key, (typ, qos) in kinds.items()}
         load_group, step_group = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()
         self.create_service(LoadWorld, SERVICES["load_world"], self._on_load, callback_group=load_group)
@@ -175,11 +177,12 @@ class BridgeNode(Node):
         )
 
     # ------------------------------------------------------------------ world-thread work
-    def _load(self, scene_ref: str, pose: Pose2D, humans: tuple[HumanPlacement, ...], noise_seed: int) -> float:
+    def _load(self, scene_ref: str, pose: Pose2D, humans: tuple[HumanPlacement, ...], noise_seed: int,
+              humans_mode: str = "scripted") -> float:
         scene = load_scene(scene_ref)
         if self.backend.scene is not None and self.backend.scene.source == scene.source:
             scene = self.backend.scene  # same file: keep the compiled world and navigable space
-        self.backend.load(scene, pose, humans)
+        self.backend.load(scene, pose, humans, humans_mode=humans_mode, reaction_seed=noise_seed)
         self.noise.reseed(noise_seed)  # a new episode: its noise, a fresh odometry estimate, no queued frames
         self._map_odom = Transform.from_pose2d(pose)  # odometry starts at zero, like a robot at boot
         self._cmd = (0.0, 0.0, -math.inf)
@@ -250,9 +253,11 @@ class BridgeNode(Node):
                 self.pub["gt_robot"].publish(gt)
                 arr = PoseArray()
                 arr.header.stamp, arr.header.frame_id = stamp, "map"
-                roots = [h.pose_at(b.sim_time) for h in b.humans]  # pelvis position and heading now
+                roots = [b.human_pose(k) for k in range(len(b.humans))]  # pelvis position and heading now
                 arr.poses = [cv.pose_msg(Pose2D(p[0], p[1], r[0]), z=p[2]) for p, r, _ in roots]
                 self.pub["gt_humans"].publish(arr)
+                if b.reactions is not None:
+                    self.pub["gt_reactions"].publish(_reactions_msg(b, stamp))
         if scan:
             ranges = self.noise.apply_laser(b.laser_scan(self.laser), self.laser.range_min, self.laser.range_max)
             self.pub["scan"].publish(cv.laser_msg(ranges, self.laser, "laser_link", stamp, 1.0 / self.p["scan_rate_hz"]))
@@ -335,7 +340,8 @@ class BridgeNode(Node):
         humans = tuple(HumanPlacement(h.id, h.x, h.y, h.yaw, h.appearance, h.is_target,
                                       motion=self._motion(h.motion_id) if h.motion_id else None, phase=h.phase)
                        for h in req.humans)
-        t = self.world.call(lambda: self._load(req.scene, pose, humans, int(req.noise_seed)), timeout=120.0)
+        mode = req.humans_mode or "scripted"
+        t = self.world.call(lambda: self._load(req.scene, pose, humans, int(req.noise_seed), mode), timeout=120.0)
         res.success, res.message, res.stamp = True, f"loaded {req.scene}", cv.to_time(t)
 
     def _motion(self, motion_id: str):
@@ -450,6 +456,17 @@ class BridgeNode(Node):
                 pass
             world.stop()
         super().destroy_node()
+
+
+def _reactions_msg(b, stamp) -> HumanReactions:
+    """The reaction state of ``b``'s people now (reactive humans)."""
+    states = b.reactions.state_at(b.sim_time)
+    msg = HumanReactions(ids=[h.id for h in b.humans], noticed=[s.noticed for s in states],
+                         reacting=[s.reacting for s in states], shift_x=[float(s.shift[0]) for s in states],
+                         shift_y=[float(s.shift[1]) for s in states], turn=[float(s.turn) for s in states],
+                         reacting_s=[float(x.reacting_s) for x in b.reactions.summaries])
+    msg.header.stamp, msg.header.frame_id = stamp, "map"
+    return msg
 
 
 def _link_tf(links: dict[str, Transform], child: str) -> Transform:

@@ -14,6 +14,7 @@ import rclpy
 from rclpy.node import Node
 
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
+from affectsim_bridge.humans.reactive import HUMANS_MODES
 from affectsim_core.episode import Episode
 from affectsim_core.protocol import MAX_ACTIONS, MAX_PLANNER_CALLS, SPLITS
 from affectsim_core.ros.params import Param, declare_params
@@ -39,6 +40,8 @@ PARAMS: tuple[Param, ...] = (
           choices=BACKENDS.names),
     Param("execution", "lockstep", "the nav node's execution mode, stored with the run (continuous time: cmd_vel, "
           "nav2)", choices=EXECUTIONS),
+    Param("humans", "scripted", "people: scripted (replay their motion: the paper's protocol) or reactive (notice the "
+          "robot and respond according to their emotion); sent with every load_world", choices=HUMANS_MODES),
     Param("output_dir", "results/bench", "run directory: results.sqlite, frames/, report.md",
           check=lambda v: bool(str(v).strip()), expected="a directory path"),
     Param("max_actions", MAX_ACTIONS, "A-Obs action budget", bounds=(1, MAX_BUDGET)),
@@ -67,7 +70,7 @@ class EvaluatorNode(Node):
                               ids=tuple(i for i in p["episode_ids"] if i), recognizers=tuple(p["recognizers"]),
                               policy=p["policy"], max_actions=int(p["max_actions"]),
                               max_planner_calls=int(p["max_planner_calls"]), backend=p["backend"],
-                              execution=p["execution"]).validate()
+                              execution=p["execution"], humans=p["humans"]).validate()
         self.p = p
         self.out = Path(p["output_dir"])
         self.data = Path(p["data_dir"]) if p["data_dir"] else DATA_DIR
@@ -98,7 +101,8 @@ class EvaluatorNode(Node):
             def evaluate(ep: Episode):
                 try:
                     return evaluate_episode(ep, world, data.scene(ep.scene_id), data.load_motion,
-                                            self.cfg.max_actions, self.cfg.max_planner_calls, times=times)
+                                            self.cfg.max_actions, self.cfg.max_planner_calls, times=times,
+                                            humans=self.cfg.humans)
                 except Exception:
                     if not self._stopping.is_set():
                         try:  # a goal whose reply was lost must not move the next attempt's robot

@@ -113,12 +113,13 @@ class RosEvalWorld:
             time.sleep(0.05)
 
     # ------------------------------------------------------------------ EvalWorld
-    def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement]) -> None:
+    def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement], humans: str = "scripted") -> None:
         start = ep.start
         req = LoadWorld.Request(scene=str(scene.source), robot_pose=Pose2DMsg(x=start.x, y=start.y, theta=start.yaw))
         req.humans = [HumanMsg(id=h.role, x=float(h.x), y=float(h.y), yaw=float(h.yaw), is_target=h.role == "target",
                                motion_id=h.motion_id, phase=float(h.phase)) for h in ep.humans]
         req.noise_seed = int(ep.seed) % 2 ** 32  # the episode's noise (off by default); dataset seeds are crc32
+        req.humans_mode = humans  # reactive people draw from the same seed as the in-process world
         req.request_id = next(self._ids)
         self._service(self.load_cli, req, "load_world")
 

@@ -15,6 +15,7 @@ from typing import Callable, Sequence
 import affectsim_nav  # noqa: F401  (registers the shipped policies)
 import affectsim_perception  # noqa: F401  (registers the person detectors and recognizers)
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
+from affectsim_bridge.humans.reactive import HUMANS_MODES
 from affectsim_bridge.scene import resolve_scene_path
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import MODES, SPLITS
@@ -120,6 +121,9 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    node="evaluator", param_type=lambda v: v == "true"),
     LaunchArgument("episode_attempts", "3", "evaluator: times an episode is evaluated before it is stored as failed",
                    check=_int_in(1, 10), expected="an integer in [1, 10]", node="evaluator", param_type=int),
+    LaunchArgument("humans", "scripted", "evaluator: people replay their motion (scripted, the paper's protocol) "
+                   "or notice the robot and respond according to their emotion (reactive)", choices=HUMANS_MODES,
+                   node="evaluator"),
     LaunchArgument("record", "false", "evaluator: MCAP recording of every A-Obs episode (output_dir/recordings)",
                    choices=("true", "false"), node="evaluator", param_type=lambda v: v == "true"),
     LaunchArgument("execution", "lockstep", "nav: how primitive actions move the robot: lockstep "

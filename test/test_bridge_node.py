@@ -265,3 +265,24 @@ def test_a_reply_lost_while_the_bridge_stalls_is_recovered_and_the_action_applie
     assert res is not None and res.success
     assert from_time(res.stamp) == pytest.approx(from_time(before.stamp) + 0.25)  # applied once
     assert from_time(client.apply(Action.STOP, timeout=30).stamp) == pytest.approx(from_time(res.stamp) + 0.25)
+
+
+def test_reactive_people_notice_the_robot_and_publish_their_state(bridge):
+    client, _ = bridge
+    clip = "oc_OC01_gestures_fearful_t1"
+    person = dict(id="p", x=3.6, y=2.5, yaw=math.pi, appearance=0, is_target=True, motion_id=clip, phase=0.0)
+    bad = client.load("test_apartment", 1.0, 2.5, 0.0, [person], humans_mode="telepathic")
+    assert not bad.success and "humans" in bad.message and "reactive" in bad.message
+    res = client.load("test_apartment", 1.0, 2.5, 0.0, [person], humans_mode="reactive", noise_seed=4)
+    assert res.success, res.message
+    gaps, noticed = [], False
+    for _ in range(8):
+        r = client.apply(Action.FORWARD)
+        assert r.success, r.message
+        pos = client.wait_for_stamp("gt_humans", r.stamp).poses[0].position
+        gaps.append(math.hypot(pos.x - r.pose.x, pos.y - r.pose.y))
+        state = client.wait_for_stamp("gt_reactions", r.stamp)
+        assert list(state.ids) == ["p"]
+        noticed = noticed or state.noticed[0]
+    assert noticed and state.reacting[0] and math.hypot(state.shift_x[0], state.shift_y[0]) > 0.1
+    assert gaps[-1] > gaps[0] - 8 * 0.25 + 0.1  # the robot closed in by less than it drove: the person backed off

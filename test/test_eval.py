@@ -86,6 +86,29 @@ def test_ros_graph_records_equal_in_process_records_and_mcap_is_readable(small_d
         assert n == (8 if not off[ids[0]]["a_obs"]["fallback"] else 0)
 
 
+def test_reactive_people_give_the_same_records_through_the_graph_and_in_process(small_data, tmp_path):
+    data, _ = small_data
+    ids = tuple(e.episode_id for e in load_split("test", data / "episodes") if e.family == "action_grounded")[:2]
+    cfg = EvalConfig(ids=ids, recognizers=("majority",), humans="reactive")
+    run_eval(tmp_path / "offline", cfg, workers=1, data=data, log=lambda m: None, allow_dataset_mismatch=True)
+    ros = tmp_path / "ros"
+    with GraphProcesses("bench", args={"episodes": "0", "episode_ids": ",".join(ids), "recognizers": "majority",
+                                       "output_dir": str(ros), "humans": "reactive", **SMALL},
+                        extra_params={"bridge": {"motion_library": str(data / "motions")},
+                                      "evaluator": {"data_dir": str(data)}},
+                        log_dir=tmp_path / "logs") as g:
+        code = _exit_code(g, timeout=300, poll_s=0.5)
+    assert code == 0, (tmp_path / "logs" / "evaluator.log").read_text()
+    off, on = _records(tmp_path / "offline"), _records(ros)
+    assert set(off) == set(on) == set(ids)
+    for i in ids:
+        assert on[i]["status"] == "ok" and on[i]["social"]["people"], on[i]
+        assert on[i] == off[i]
+    with ResultsStore.open(ros / "results.sqlite") as st:
+        assert st.meta()["config"]["humans"] == "reactive"
+    assert "## Social measures (reactive people)" in (ros / "report.md").read_text()
+
+
 def _failed_episodes_end_the_evaluator_non_zero(data, episode_id: str, domain_id: int, tmp_path) -> None:
     """Evaluators on the running stack, on a copy of ``data`` that lacks the episode's scene: it is
     stored as failed (not retried: no fault of the graph), the node exits 1; ``retry_failed`` runs it again."""

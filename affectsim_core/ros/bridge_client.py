@@ -29,12 +29,13 @@ from affectsim_core.ros import calls
 from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.topics import SERVICES
 from affectsim_core.ros.topics import TOPICS as NAMES
-from affectsim_interfaces.msg import HumanPlacement
+from affectsim_interfaces.msg import HumanPlacement, HumanReactions
 from affectsim_interfaces.srv import ApplyAction, LoadWorld
 
 TOPICS: dict[str, tuple[str, type]] = {key: (NAMES[key], typ) for key, typ in (
     ("rgb", Image), ("rgb_info", CameraInfo), ("depth", Image), ("depth_info", CameraInfo), ("scan", LaserScan),
-    ("odom", Odometry), ("tf", TFMessage), ("clock", Clock), ("gt_humans", PoseArray))}
+    ("odom", Odometry), ("tf", TFMessage), ("clock", Clock), ("gt_humans", PoseArray),
+    ("gt_reactions", HumanReactions))}
 LATCHED = {"tf_static": (NAMES["tf_static"], TFMessage), "map": (NAMES["map"], OccupancyGrid)}  # transient local
 KEEP_TF = 400  # /tf messages kept (8 s at 50 Hz): longer than the camera frames kept, so a lagging reader
 # still finds the transforms of every frame it holds
@@ -129,11 +130,12 @@ class BridgeClient:
         return calls.call(self._step, req, timeout, SERVICES["apply_action"])
 
     def load(self, scene: str, x: float, y: float, yaw: float, humans: list[dict] | None = None,
-             timeout: float = 120.0, noise_seed: int = 0) -> LoadWorld.Response:
+             timeout: float = 120.0, noise_seed: int = 0, humans_mode: str = "") -> LoadWorld.Response:
         """Load ``scene`` with the robot at (x, y, yaw) in ``map`` (m, rad) and ``humans`` (HumanPlacement
-        fields); ``noise_seed`` (0 .. 2^32 - 1) seeds the episode's noise models (docs/noise.md)."""
+        fields); ``noise_seed`` (0 .. 2^32 - 1) seeds the episode's noise models (docs/noise.md) and
+        reactive people's draws; ``humans_mode``: "" / "scripted" or "reactive" (docs/reactive_humans.md)."""
         req = LoadWorld.Request(scene=scene, robot_pose=Pose2DMsg(x=float(x), y=float(y), theta=float(yaw)),
-                                noise_seed=int(noise_seed))
+                                noise_seed=int(noise_seed), humans_mode=humans_mode)
         req.humans = [HumanPlacement(**h) for h in (humans or [])]
         req.request_id = next(self._ids)
         return calls.call(self._load, req, timeout, SERVICES["load_world"])

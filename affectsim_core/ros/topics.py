@@ -23,6 +23,7 @@ TOPICS: dict[str, str] = {
     "person_detections": "/affectsim/person_detections",
     "gt_robot": "/affectsim/ground_truth/robot_pose",  # privileged
     "gt_humans": "/affectsim/ground_truth/humans",  # privileged
+    "gt_reactions": "/affectsim/ground_truth/reactions",  # privileged (reactive humans only)
 }
 
 SERVICES: dict[str, str] = {  # services and action servers
