@@ -17,6 +17,11 @@ frozen BlazePose detector. Stages:
   closer than :data:`FOLLOW_MAX` (forward moves), stop otherwise.
 - dyadic episodes: up to two people are detected per frame and the target is the one whose
   clothing colours match ``target_description`` (never ground truth).
+
+``baseline-social`` (:class:`SocialBaseline`) is the same policy keeping :attr:`SocialBaseline.keep_m`
+from the person it tracks: its viewpoints lie at least that far from them, it plans around them at
+that distance, and it never moves forward to closer. A subclass with another ``keep_m``, registered
+under its own name, is the same policy at another distance.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from scipy import ndimage
 from affectsim_core.actions import Action
 from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.person_tracking import Person, PersonDetector, clothing_distance, detect_people
+from affectsim_core.protocol import FORWARD_M
 from affectsim_nav.executor import heading_to
 from affectsim_nav.planner import GridPlanner
 from affectsim_nav.policy import POLICIES, Decision, Policy, Sighting
@@ -52,6 +58,9 @@ class FrontierSearchPolicy(Policy):
 
     name = "baseline"
     uses_detector = True
+    approach_band = (1.5, 3.0)  # m from the person: the viewpoints _approach chooses among
+    person_clearance = PERSON_CLEARANCE  # m kept from a seen person when planning
+    keep_m = 0.0  # m: no forward move that would end closer to the tracked person (0: none)
 
     def __init__(self, detector: PersonDetector) -> None:
         self.detector = detector
@@ -146,14 +155,15 @@ class FrontierSearchPolicy(Policy):
         return self._search(obs)
 
     def _approach(self, obs: Observation, person: tuple[float, float]) -> tuple[float, float, float] | None:
-        """The reachable viewpoint 1.5-3 m from ``person`` with the shortest path (one planner call) that
-        keeps clear of the person (who is not on the map)."""
-        field = self.planner.plan_from(obs.pose[:2], avoid=((person[0], person[1], PERSON_CLEARANCE),))
+        """The reachable viewpoint :attr:`approach_band` from ``person`` with the shortest path (one planner
+        call) that keeps :attr:`person_clearance` from the person (who is not on the map)."""
+        field = self.planner.plan_from(obs.pose[:2], avoid=((person[0], person[1], self.person_clearance),))
         if field is None:
             return None
         gx, gy = self.planner.centres()
         d = np.hypot(gx - person[0], gy - person[1])
-        cost = np.where((d >= 1.5) & (d <= 3.0) & self.planner.traversable, field.dist, np.inf)
+        lo, hi = self.approach_band
+        cost = np.where((d >= lo) & (d <= hi) & self.planner.traversable, field.dist, np.inf)
         for i, j in self.failed_goals:  # viewpoints that could not be reached (blocked by the person, ...)
             cost[max(0, i - 3):i + 4, max(0, j - 3):j + 4] = np.inf
         k = int(np.argmin(cost))
@@ -178,7 +188,8 @@ class FrontierSearchPolicy(Policy):
         self._last_forward = None
         if abs(err) > CENTRE_TOL:
             action = Action.TURN_LEFT if err > 0 else Action.TURN_RIGHT
-        elif dist > FOLLOW_MAX and not blocked:  # no second push against whatever stopped the last move
+        elif dist > max(FOLLOW_MAX, self.keep_m + FORWARD_M) and not blocked:  # no second push against whatever
+            # stopped the last move, nor one to closer than keep_m
             action = Action.FORWARD
             self._last_forward = obs.pose[:2]
         else:
@@ -252,6 +263,18 @@ class FrontierSearchPolicy(Policy):
             return None
         xy = p.centre(*best)
         return float(xy[0]), float(xy[1]), math.atan2(xy[1] - obs.pose[1], xy[0] - obs.pose[0])
+
+
+@POLICIES.register("baseline-social")
+class SocialBaseline(FrontierSearchPolicy):
+    """The baseline keeping :attr:`keep_m` (m, robot centre to the person's located position) from the
+    person it tracks: 2.0 m leaves the robot's footprint ~1.45 m from the person's body, outside the
+    personal zone (< 1.2 m)."""
+
+    name = "baseline-social"
+    keep_m = 2.0
+    approach_band = (2.0, 3.5)
+    person_clearance = 1.5  # paths pass the person outside the personal zone (gap ~0.95 m)
 
 
 def _sighting(p: Person) -> Sighting:
