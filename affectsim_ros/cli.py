@@ -11,6 +11,7 @@
   affectsim bench full [--episodes 12]                       full-protocol throughput, ROS graph vs in-process
   affectsim bench soak [--lockstep-minutes 30]               the stack under load and bad requests: failures, RSS
   affectsim bench transfer [--episodes 60] [--repeats 2]     lockstep vs continuous time vs noisy: Tables 3 and 6
+  affectsim bench social [--episodes 100]                     scripted vs reactive people, baseline vs baseline-social
   affectsim launch robot [execution:=cmd_vel] [*_topic:=..]  nav and perception on a robot's own topics
   affectsim observe [--label EMOTION] [--out RUN]            one acquisition on the robot on the graph, stored
   affectsim train RECOGNIZER [--seed 0]                      train pose-temporal | rgb-clip | committee | majority
@@ -37,6 +38,7 @@ from affectsim_bridge.humans.features import library_stats
 from affectsim_bridge.humans.library import Library
 from affectsim_bridge.humans.motion import SOLO_ACTIONS
 from affectsim_bridge.humans.preview import write_preview
+from affectsim_bridge.humans.reactive import HUMANS_MODES
 from affectsim_bridge.humans.validate import validate_library
 from affectsim_bridge.navigable import NavigableSpace
 from affectsim_bridge.scene import builtin_scene_ids, load_scene
@@ -55,7 +57,8 @@ from affectsim_eval.runner import run_eval
 from affectsim_eval.train import SUBSET, TRAINABLE, train
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS
-from affectsim_ros import bench_full, bench_nav, bench_perception, bench_sim, bench_soak, bench_transfer, launcher
+from affectsim_ros import (bench_full, bench_nav, bench_perception, bench_sim, bench_soak, bench_social, bench_transfer,
+                           launcher)
 from affectsim_ros.graph import GRAPHS, launch_remaps, validate_launch_args
 from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.observe import observe
@@ -135,7 +138,13 @@ def _bench(ns: argparse.Namespace) -> int:
                            tuple(c for c in (ns.conditions or "").split(",") if c),
                            allow_dataset_mismatch=ns.allow_dataset_mismatch)
         return 0
-    raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav, perception, full, soak, transfer")
+    if ns.what == "social":
+        bench_social.run(Path(ns.out) if ns.out else None, ns.episodes, ns.split, Path(ns.work) if ns.work else None,
+                         tuple(c for c in (ns.conditions or "").split(",") if c), ns.workers,
+                         allow_dataset_mismatch=ns.allow_dataset_mismatch)
+        return 0
+    raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav, perception, full, soak, "
+                         "transfer, social")
 
 
 def _observe(ns: argparse.Namespace) -> int:
@@ -156,7 +165,7 @@ def _eval(ns: argparse.Namespace) -> int:
                      ids=tuple(i for i in (ns.ids or "").split(",") if i),
                      recognizers=tuple(r for r in (ns.recognizers or ",".join(DEFAULT_RECOGNIZERS)).split(",") if r),
                      policy=ns.policy, max_actions=ns.max_actions, max_planner_calls=ns.max_planner_calls,
-                     backend=ns.backend)
+                     backend=ns.backend, humans=ns.humans)
     summary = run_eval(Path(ns.out), cfg, ns.workers, ns.ray, ns.retry_failed, Path(ns.data) if ns.data else DATA_DIR,
                        allow_dataset_mismatch=ns.allow_dataset_mismatch)
     print(f"[eval] {summary.done} episodes evaluated ({summary.failed} failed), {summary.skipped} were already stored; "
@@ -334,10 +343,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="motion library for the people in the scene (static people if not built)")
     to.set_defaults(fn=_tour)
     be = sub.add_parser("bench", help="benchmarks that print measured ratios")
-    be.add_argument("what", choices=["sim", "nav", "perception", "full", "soak", "transfer"])
+    be.add_argument("what", choices=["sim", "nav", "perception", "full", "soak", "transfer", "social"])
     be.add_argument("--out", default=None, help="write results as JSON")
     be.add_argument("--episodes", type=int, default=100, help="nav: stratified test episodes (full: default 12)")
-    be.add_argument("--workers", type=int, default=2, help="nav: worker processes")
+    be.add_argument("--workers", type=int, default=2, help="nav, social: worker processes")
     be.add_argument("--split", choices=SPLITS, default="test", help="nav: dataset split")
     be.add_argument("--frames", type=int, default=60)
     be.add_argument("--steps", type=int, default=100)
@@ -345,11 +354,12 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--lockstep-minutes", type=float, default=30.0, help="soak: minutes of lockstep actions")
     be.add_argument("--hostile-minutes", type=float, default=10.0, help="soak: minutes of bad requests mixed with valid")
     be.add_argument("--allow-dataset-mismatch", action="store_true",
-                    help="nav, full, transfer: run although a checkpoint was trained on another dataset version")
+                    help="nav, full, transfer, social: run although a checkpoint was trained on another dataset version")
     be.add_argument("--repeats", type=int, default=2, help="transfer: runs of the continuous-time condition")
     be.add_argument("--real-time-factor", type=float, default=1.0, help="transfer: the free-running bridge's pace")
-    be.add_argument("--conditions", default=None, help="transfer: run only these (comma-separated), e.g. lockstep")
-    be.add_argument("--work", default=None, help="transfer: directory of the per-condition runs (resumed)")
+    be.add_argument("--conditions", default=None, help="transfer, social: run only these (comma-separated), e.g. "
+                    "lockstep, reactive_baseline")
+    be.add_argument("--work", default=None, help="transfer, social: directory of the per-condition runs (resumed)")
     be.set_defaults(fn=_bench)
     ob = sub.add_parser("observe", help="one acquisition on the robot on the graph: every recognizer's prediction, "
                                         "stored with --label in --out (robot sessions give the same report)")
@@ -372,6 +382,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--recognizers", default=None, help="comma-separated (default: every shipped one)")
     ev.add_argument("--policy", default="baseline", choices=POLICIES.names())
     ev.add_argument("--backend", default=DEFAULT_BACKEND, choices=BACKENDS.names())
+    ev.add_argument("--humans", default="scripted", choices=HUMANS_MODES,
+                    help="scripted: people replay their motion (the paper's protocol); reactive: they notice the "
+                         "robot and respond according to their emotion (docs/reactive_humans.md)")
     ev.add_argument("--max-actions", type=int, default=MAX_ACTIONS)
     ev.add_argument("--max-planner-calls", type=int, default=MAX_PLANNER_CALLS)
     ev.add_argument("--data", default=None, help="directory with motions/, scenes/, episodes/ (default: data/)")
