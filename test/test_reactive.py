@@ -186,3 +186,21 @@ def test_an_episode_with_reactive_people_records_social_measures_and_repeats_exa
     # the same episode, seed and policy: the same record, bit for bit (and it survives its JSON form)
     assert again.record.to_dict() == reactive.to_dict()
     assert type(reactive).from_dict(reactive.to_dict()) == reactive
+
+
+def test_a_walker_waits_instead_of_walking_through_the_robot(backend):
+    # a walker whose path crosses a robot standing in it: scripted, the pelvis passes through the
+    # robot's footprint; reactive, the person waits at its edge
+    m = generate("w", "walk", "happy", PERFORMER, 1)
+    p = HumanPlacement("target", 3.0, 2.0, 0.0, motion=m)
+    robot = Pose2D(4.2, 2.0, math.pi)
+    gaps = {}
+    for mode in ("scripted", "reactive"):
+        backend.load(ROOM, robot, (p,), humans_mode=mode, reaction_seed=0)
+        g = []
+        for _ in range(int(m.duration / 0.25)):
+            backend.apply_action(Action.STOP)
+            g.append(float(np.hypot(*(backend.human_pose(0)[0][:2] - robot.xy))) - backend.robot.radius - 0.25)
+        gaps[mode] = min(g)
+    assert gaps["scripted"] < -0.1 and gaps["reactive"] >= -1e-9
+    assert backend.reactions.summary()[0]["blocked_steps"] > 0

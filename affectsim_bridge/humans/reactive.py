@@ -372,6 +372,12 @@ class Reactions:
         s.weight = _toward(s.weight, 1.0 if on else 0.0, dt / BLEND_S)
         s.rate = r.playback if on else 1.0
         s.clock += s.rate * dt
+        if s.rate > 0:  # the person's own motion never walks them into the robot: they wait
+            xy = self.compose(k, s)[0][:2]
+            ahead = float(np.hypot(xy[0] - robot.x, xy[1] - robot.y)) - self.nav.radius - PERSON_RADIUS_M
+            if ahead < 0.0 and ahead < gap:
+                s.clock -= s.rate * dt
+                summ.blocked_steps += 1
         # body turn (from the scripted facing) and head (relative to the body)
         scripted_bearing = wrap_angle(bearing + s.turn)
         if on and r.body_turn >= 0:
