@@ -286,3 +286,17 @@ def test_reactive_people_notice_the_robot_and_publish_their_state(bridge):
         noticed = noticed or state.noticed[0]
     assert noticed and state.reacting[0] and math.hypot(state.shift_x[0], state.shift_y[0]) > 0.1
     assert gaps[-1] > gaps[0] - 8 * 0.25 + 0.1  # the robot closed in by less than it drove: the person backed off
+
+
+def test_a_reactive_person_behind_a_wall_does_not_notice_the_robot(bridge):
+    client, _ = bridge
+    # the bedroom behind the living room's north wall (y = 5), the robot below it, facing each other
+    person = dict(id="p", x=4.0, y=6.3, yaw=-math.pi / 2, appearance=0, is_target=True,
+                  motion_id="oc_OC01_gestures_fearful_t1", phase=0.0)
+    res = client.load("test_apartment", 4.0, 3.5, math.pi / 2, [person], humans_mode="reactive", noise_seed=4)
+    assert res.success, res.message
+    for _ in range(6):
+        r = client.apply(Action.FORWARD)
+        state = client.wait_for_stamp("gt_reactions", r.stamp)
+        assert not state.noticed[0] and not state.reacting[0] and state.shift_x[0] == state.shift_y[0] == 0.0
+    assert r.pose.y > 4.4  # the robot came within 1.3 m of the person's disc, the wall between them
