@@ -253,9 +253,10 @@ def _social_section(s: dict, group: str | None, figures: dict[str, str]) -> list
 
 
 def _social_figure(s: dict, path: Path) -> bool:
-    """Recognition gain (A-Obs − P-Init group recall, points) against the target's displacement per emotion."""
+    """Recognition gain (A-Obs − P-Init group recall, points) against the seconds the target spent
+    reacting to the robot, per emotion."""
     rec = s["group_recall"]
-    pts = [(e, v["path_m"], 100 * (rec["a_obs"][e] - rec["p_init"][e])) for e, v in s["social"].items()
+    pts = [(e, v["reacting_s"], 100 * (rec["a_obs"][e] - rec["p_init"][e])) for e, v in s["social"].items()
            if e != "all" and rec and rec["a_obs"][e] is not None and rec["p_init"][e] is not None]
     if not pts:
         return False
@@ -265,7 +266,7 @@ def _social_figure(s: dict, path: Path) -> bool:
         ax.plot(x, y, "o")
         ax.annotate(e, (x, y), fontsize=8, xytext=(3, 3), textcoords="offset points")
     ax.axhline(0, color="grey", lw=0.6)
-    ax.set_xlabel("target displaced by the robot (m, mean)")
+    ax.set_xlabel("target reacting to the robot (s, mean per episode)")
     ax.set_ylabel("A-Obs − P-Init recall (points)")
     ax.set_title("Recognition gain against disturbance", fontsize=9)
     fig.tight_layout()
