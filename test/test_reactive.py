@@ -204,3 +204,12 @@ def test_a_walker_waits_instead_of_walking_through_the_robot(backend):
         gaps[mode] = min(g)
     assert gaps["scripted"] < -0.1 and gaps["reactive"] >= -1e-9
     assert backend.reactions.summary()[0]["blocked_steps"] > 0
+
+
+def test_in_free_run_reactions_follow_sim_time(backend):
+    # /cmd_vel-style motion in 20 ms ticks: the reactions integrate whole 50 ms sub-steps of sim time
+    backend.load(ROOM, Pose2D(1.0, 2.0, 0.0), (_person("fearful"),), humans_mode="reactive", reaction_seed=5)
+    for _ in range(400):  # 8 s at 0.8 m/s toward the person
+        backend.integrate_velocity(0.8, 0.0, 0.02)
+    r = backend.reactions
+    assert abs(r.t - backend.sim_time) < SUBSTEP_S and r.summary()[0]["max_shift_m"] > 0.5
