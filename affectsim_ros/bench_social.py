@@ -16,13 +16,12 @@ from pathlib import Path
 
 from affectsim_core.atomic import write_json
 from affectsim_core.errors import InvalidInput
-from affectsim_core.protocol import SETTINGS
 from affectsim_core.record import EpisodeRecord
 from affectsim_eval.config import EvalConfig
 from affectsim_eval.report import summarize, write_report
 from affectsim_eval.runner import run_eval
 from affectsim_eval.store import ResultsStore
-from affectsim_ros.bench_transfer import TABLE6_COLUMNS
+from affectsim_ros.bench_transfer import TABLE6_COLUMNS, table3_6
 
 RUNS = {f"{h}_{p}": (h, p) for h in ("scripted", "reactive") for p in ("baseline", "baseline-social")}
 SOCIAL_COLUMNS = ("noticed_pct", "reacting_s", "path_m", "max_shift_m", "min_gap_m", "intimate_pct",
@@ -62,15 +61,7 @@ def run(out: Path | None = None, episodes: int = 100, split: str = "test", work:
 
 def table(res: dict) -> str:
     """Table 3 with Table 6 per run, then the social measures per emotion of the reactive runs (Markdown)."""
-    head = ["run", "n", *(s.replace("_", "-").upper() for s in SETTINGS), "OGR %", "handoff %", "path m",
-            "before handoff %", "budget out %", "clipped %"]
-    out = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
-    for name, c in res["runs"].items():
-        t6 = c["table6"]
-        out.append("| " + " | ".join(map(str, [
-            name, c["n"], *(f"{100 * c['group'][s]:.1f}" for s in SETTINGS),
-            "–" if c["group_ogr"] is None else f"{100 * c['group_ogr']:.1f}",
-            *(f"{t6[k]:.2f}" if k == "mean_path_m" else f"{t6[k]:.1f}" for k in TABLE6_COLUMNS)])) + " |")
+    out = table3_6(res["runs"], "run")
     head = ["run", "target emotion", "n", "A-Obs recall", "gain over P-Init", *SOCIAL_COLUMNS]
     rows = []
     for name, c in res["runs"].items():

@@ -124,18 +124,24 @@ def run(out: Path | None = None, episodes: int = 60, repeats: int = 2, real_time
     return res
 
 
-def table(res: dict) -> str:
-    """Table 3 and Table 6 side by side, one row per condition (Markdown)."""
-    head = ["condition", "n", *(s.replace("_", "-").upper() for s in SETTINGS), "OGR %", "handoff %", "path m",
+def table3_6(runs: dict[str, dict], first: str = "condition") -> list[str]:
+    """Markdown lines of Table 3 (group Macro-F1 per setting, OGR) beside Table 6, one row per run of
+    ``runs`` (name -> {n, group, group_ogr, table6})."""
+    head = [first, "n", *(s.replace("_", "-").upper() for s in SETTINGS), "OGR %", "handoff %", "path m",
             "before handoff %", "budget out %", "clipped %"]
     rows = []
-    for name, c in res["conditions"].items():
+    for name, c in runs.items():
         t6 = c["table6"]
         rows.append([name, c["n"], *(f"{100 * c['group'][s]:.1f}" for s in SETTINGS),
                      "–" if c["group_ogr"] is None else f"{100 * c['group_ogr']:.1f}",
                      *(f"{t6[k]:.1f}" if k != "mean_path_m" else f"{t6[k]:.2f}" for k in TABLE6_COLUMNS)])
     out = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
-    out += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+    return out + ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+
+
+def table(res: dict) -> str:
+    """Table 3 and Table 6 side by side, one row per condition (Markdown)."""
+    out = table3_6(res["conditions"])
     sp = res["cmd_vel_spread"] or {"agreement": None}
     if "a_obs_mean" in sp:
         out.append(f"\nA-Obs group Macro-F1 over the cmd_vel repeats: mean {100 * sp['a_obs_mean']:.1f}, range "
