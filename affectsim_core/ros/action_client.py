@@ -6,13 +6,16 @@ reply taken by the executor thread between the two completes the second future b
 to the client, and ``send_goal_async`` raises ``ValueError: list.remove(x): x not in list`` in the
 sending thread (seen in this project's nav node test; upstream ros2/rclpy#1123 and its follow-ups).
 :class:`ActionClient` registers the future once, under the lock that also guards taking replies, so
-the reply can only complete a future the client already tracks. Every action client of the project
-is this one.
+the reply can only complete a future the client already tracks. The same rclpy also adds a new
+client to its node's waitables before creating that lock, so an executor spinning meanwhile raised
+``AttributeError: 'ActionClient' object has no attribute '_lock'`` (seen once in the evaluator);
+this client has its lock before it is added. Every action client of the project is this one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any, Callable
 
 from rclpy.action import ActionClient as _RclpyActionClient
@@ -21,6 +24,10 @@ from rclpy.task import Future
 
 class ActionClient(_RclpyActionClient):
     """:class:`rclpy.action.ActionClient` with a race-free :meth:`send_goal_async`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._lock = threading.Lock()  # before the base class makes the client visible to a spinning executor
+        super().__init__(*args, **kwargs)
 
     def send_goal_async(self, goal: Any, feedback_callback: Callable | None = None, goal_uuid: Any = None) -> Future:
         """Send ``goal``; the future completes with the goal handle when the server answers."""
