@@ -246,10 +246,15 @@ def _motions(ns: argparse.Namespace) -> int:
         print(f"[export-bvh] {out}")
         return 0
     if ns.what == "preview":
-        sel = lib.select(emotion=ns.emotion, action=ns.action, **({"performer": ns.performer} if ns.performer else {}))
-        if not sel:
-            raise AffectSimError(f"no clip with emotion={ns.emotion!r} action={ns.action!r} in {root}")
-        png, gif = write_preview(lib.load(sel[0]["id"]), Path(ns.out))
+        if ns.files:  # a motion id
+            mid = ns.files[0]
+        else:
+            sel = [e for e in lib.select(emotion=ns.emotion, action=ns.action) if e["family"] != "evolving"
+                   and (ns.performer is None or e["performer"] == ns.performer)]
+            if not sel:
+                raise AffectSimError(f"no clip with emotion={ns.emotion!r} action={ns.action!r} in {root}")
+            mid = sel[0]["id"]
+        png, gif = write_preview(lib.load(mid), Path(ns.out))
         print(f"[preview] {png}\n[preview] {gif}")
         return 0
     raise AffectSimError(f"motions {ns.what!r} is unknown")
@@ -402,7 +407,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.set_defaults(fn=_report)
     mo = sub.add_parser("motions", help="build, validate, inspect and preview the affective motion library")
     mo.add_argument("what", choices=["build", "validate", "stats", "preview", "import-bvh", "export-bvh"])
-    mo.add_argument("files", nargs="*", help="import-bvh: BVH files; export-bvh: one motion id")
+    mo.add_argument("files", nargs="*", help="import-bvh: BVH files; export-bvh, preview: one motion id")
     mo.add_argument("--import-emotion", choices=EMOTIONS, default=None,
                     help="import-bvh: label of all files (default: from KDAE file names, e.g. F01A0V1.bvh)")
     mo.add_argument("--import-action", default="standing", choices=SOLO_ACTIONS)

@@ -22,7 +22,7 @@ def small_data(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("data")
     build(root / "motions", seed=0, log=lambda s: None, ag_performers=12, ag_takes=1, oc_performances=40,
-          oc_performers=4, dyadic=10)
+          oc_performers=4, dyadic=10, ev_performers=3, ev_clips=4)
     build_scenes(root / "scenes", count=4, log=lambda s: None)
     manifest = build_dataset(root / "episodes", scale=0.004, motions=root / "motions", scenes_dir=root / "scenes",
                              log=lambda s: None)

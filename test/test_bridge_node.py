@@ -33,7 +33,8 @@ STALL_S = 25.0  # s the bridge is paused: past the DDS participant lease (20 s),
 def bridge(tmp_path_factory):
     logs = tmp_path_factory.mktemp("logs")
     lib = tmp_path_factory.mktemp("lib") / "motions"
-    build(lib, seed=0, log=lambda s: None, ag_performers=1, ag_takes=1, oc_performances=5, oc_performers=1, dyadic=0)
+    build(lib, seed=0, log=lambda s: None, ag_performers=1, ag_takes=1, oc_performances=5, oc_performers=1, dyadic=0,
+          ev_performers=0)
     with GraphProcesses("bench", nodes=("bridge",), args={"mode": "lockstep"}, log_dir=logs,
                         extra_params={"bridge": {"motion_library": str(lib)}}) as g:
         ensure_loopback(g.domain_id)

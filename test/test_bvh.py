@@ -57,7 +57,7 @@ def test_bad_files_name_file_and_field(clip, tmp_path):
 def test_import_into_library_is_all_or_nothing(clip, tmp_path):
     root = tmp_path / "lib"
     build(root, seed=0, log=lambda s: None, ag_performers=1, ag_takes=1, oc_performances=5, oc_performers=1,
-          dyadic=0)
+          dyadic=0, ev_performers=0)
     export_bvh(clip, tmp_path / "a.bvh")
     m = import_bvh(tmp_path / "a.bvh", "happy", "walk", "B", up="z", joint_map=own_joint_map())
     before = (root / "manifest.json").read_text()

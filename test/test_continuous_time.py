@@ -81,7 +81,7 @@ def test_a_robot_stand_in_acquires_through_the_robots_own_topics_only(tmp_path):
     ``affectsim launch robot`` (nav + perception, cmd_vel) on top, remapped the same way."""
     lib_dir = tmp_path / "motions"
     build(lib_dir, seed=0, log=lambda s: None, ag_performers=1, ag_takes=1, oc_performances=5, oc_performers=1,
-          dyadic=0)
+          dyadic=0, ev_performers=0)
     mid = sorted(i for i, e in Library(lib_dir).entries.items() if e["action"] == "standing")[0]
     person = {"id": "target", "x": 4.0, "y": 2.8, "yaw": math.pi, "appearance": 0, "is_target": True,
               "motion_id": mid, "phase": 0.3}

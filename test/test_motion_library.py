@@ -1,6 +1,7 @@
 """The affective motion library: deterministic build, validation, emotion evidence, bad input."""
 
 import json
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -16,7 +17,8 @@ from affectsim_core.protocol import EMOTIONS
 from affectsim_eval.dataset.build import plan_jobs, split_groups
 from affectsim_eval.dataset.context import ContextClassifier
 
-SMALL = dict(ag_performers=2, ag_takes=1, oc_performances=30, oc_performers=3, dyadic=5)
+SMALL = dict(ag_performers=2, ag_takes=1, oc_performances=30, oc_performers=3, dyadic=5, ev_performers=2,
+             ev_clips=3)
 
 
 @pytest.fixture(scope="module")
@@ -177,3 +179,38 @@ def test_a_context_only_classifier_finds_a_deterministic_context_and_not_an_inde
     y = np.array([EMOTIONS.index(t) for _, t in test])
     p = np.array([EMOTIONS.index(clf.predict(c)) for c, _ in test])
     assert macro_f1(y, p) < 0.3  # chance: 0.2
+
+
+def test_evolving_clips_balance_emotion_pairs_and_events_independently(full):
+    _, manifest = full
+    ev = [e for e in manifest["clips"] if e["family"] == "evolving"]
+    assert len(ev) >= 300
+    performers = {e["performer"] for e in ev}
+    others = {e["performer"] for e in manifest["clips"] if e["family"] != "evolving"}
+    assert len(performers) == 20 and not performers & others  # splits can be performer-disjoint
+    pairs = Counter((e["segments"][0][2], e["segments"][1][2]) for e in ev)
+    assert len(pairs) == 20 and max(pairs.values()) - min(pairs.values()) <= 1
+    changes = Counter(len(e["segments"]) - 1 for e in ev)
+    assert set(changes) == {1, 2} and changes[2] >= 90
+    # the first event does not tell the first change: every event comes with many emotion pairs
+    by_event: dict = {}
+    for e in ev:
+        by_event.setdefault(e["events"][0]["event"], set()).add((e["segments"][0][2], e["segments"][1][2]))
+    assert len(by_event) == 5 and min(len(v) for v in by_event.values()) >= 12
+    for e in ev:
+        segs = e["segments"]
+        assert segs[0][0] == 0 and abs(segs[-1][1] - e["duration"]) < 1e-3 and segs[-1][2] == e["emotion"]
+        assert all(a[1] == b[0] and a[2] != b[2] for a, b in zip(segs, segs[1:]))
+        assert segs[-1][1] - segs[-1][0] >= 4.0  # the held state is long enough to be seen
+
+
+def test_every_clip_has_vad_in_range_with_class_means_near_their_prototypes(full):
+    lib, manifest = full
+    mean = {emo: np.mean([e["vad"] for e in manifest["clips"] if e["family"] != "evolving" and e["emotion"] == emo],
+                         axis=0) for emo in EMOTIONS}
+    assert mean["happy"][0] > 0.4 > -0.3 > max(mean[k][0] for k in ("angry", "fearful", "sad"))  # valence
+    assert mean["angry"][1] > mean["happy"][1] > mean["neutral"][1] > mean["sad"][1]  # arousal
+    assert min(mean["angry"][2], mean["happy"][2]) > 0 > max(mean["fearful"][2], mean["sad"][2])  # dominance
+    assert np.abs(mean["neutral"]).max() < 0.05
+    m = lib.load(next(e["id"] for e in manifest["clips"] if e["family"] == "evolving"))
+    assert m.frame_vad.shape == (m.frames, 3) and np.abs(m.frame_vad).max() <= 1

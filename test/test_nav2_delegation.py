@@ -120,7 +120,8 @@ def _result(handle, timeout=300):
 
 def test_policy_goals_go_to_navigate_to_pose_in_continuous_time(tmp_path):
     lib_dir = tmp_path / "motions"
-    build(lib_dir, seed=0, log=lambda s: None, ag_performers=1, ag_takes=1, oc_performances=5, oc_performers=1, dyadic=0)
+    build(lib_dir, seed=0, log=lambda s: None, ag_performers=1, ag_takes=1, oc_performances=5, oc_performers=1, dyadic=0,
+          ev_performers=0)
     mid = sorted(i for i, e in Library(lib_dir).entries.items() if e["action"] == "standing")[0]
     humans = [{"id": "target", "x": 8.5, "y": 4.2, "yaw": math.pi, "appearance": 0, "is_target": True,
                "motion_id": mid, "phase": 0.3}]  # in the kitchen, out of view: the policy must search

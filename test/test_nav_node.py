@@ -33,7 +33,8 @@ SCENE = "test_apartment"
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
     lib = tmp_path_factory.mktemp("lib") / "motions"
-    build(lib, seed=0, log=lambda s: None, ag_performers=2, ag_takes=1, oc_performances=5, oc_performers=1, dyadic=0)
+    build(lib, seed=0, log=lambda s: None, ag_performers=2, ag_takes=1, oc_performances=5, oc_performers=1, dyadic=0,
+          ev_performers=0)
     return lib
 
 

@@ -160,7 +160,7 @@ TEST_PERFORMERS = ("AG11", "AG12", "OC19", "OC20", "OC21", "OC22")  # held out f
 def library_stats(lib, log=print, test_performers: tuple[str, ...] = TEST_PERFORMERS) -> dict:
     """Feature means per action and emotion, direction checks, and held-out-performer classification."""
     rows = []
-    entries = [e for e in lib.manifest["clips"] if e["family"] != "dyadic"]
+    entries = [e for e in lib.manifest["clips"] if e["family"] not in ("dyadic", "evolving")]  # one label per clip
     for i, e in enumerate(entries):
         m = lib.load(e["id"])
         desc = trajectory_descriptor(m)

@@ -30,7 +30,7 @@ from affectsim_bridge.humans.skeleton import (
     forward_kinematics,
     root_rotation,
 )
-from affectsim_bridge.humans.styles import Performer, Style, take_variation
+from affectsim_bridge.humans.styles import Performer, Style, style_vad, take_variation
 
 FPS = 30.0
 ANKLE_H = 0.039  # fraction of height
@@ -164,8 +164,8 @@ REPERTOIRE: dict[str, tuple[str, ...]] = {  # overlapping on purpose: no single 
 
 
 def _gestures(q: np.ndarray, phase: np.ndarray, st: Style, emotion: str, rng: np.random.Generator,
-              count: int, shaking: bool) -> list[str]:
-    """Add ``count`` gestures from the emotion's repertoire, spread over the cycle."""
+              count: int, shaking: bool, period: float) -> list[str]:
+    """Add ``count`` gestures from the emotion's repertoire, spread over the cycle of ``period`` s."""
     names = list(rng.choice(REPERTOIRE[emotion], size=count, replace=count > len(REPERTOIRE[emotion])))
     centers = (np.arange(count) + rng.uniform(0.2, 0.8, count)) * 2 * math.pi / count
     width = 0.55 / (count * st.tempo)
@@ -174,7 +174,7 @@ def _gestures(q: np.ndarray, phase: np.ndarray, st: Style, emotion: str, rng: np
         for dof, value in GESTURES[name].items():
             q[:, I[dof]] += env * value * min(1.6, st.gesture_amp) * (st.arm_height if "flex" in dof else 1.0)
         if shaking and name in ("fist_raise", "point"):  # forceful repetition at the apex
-            k = max(1, int(round(3.0 * st.tempo * (len(phase) / FPS))))
+            k = max(1, int(round(3.0 * st.tempo * period)))
             q[:, I["elbow_r_flex"]] += env * 0.3 * np.sin(k * phase)
     return names
 
@@ -289,16 +289,19 @@ def _standing_feet(T: int, H: float, x: float = 0.0, width: float = 0.06) -> tup
     return feet, {"l": np.zeros(T), "r": np.zeros(T)}
 
 
-def standing(emotion: str, performer: Performer, body: BodyShape, st: Style, rng: np.random.Generator,
-             scenario: str = "gestures") -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
-    """Scenario performance in place: gestures, weight shifting, self-touch, arms crossed, pacing."""
-    if scenario == "pacing":
-        return walk(emotion, performer, body, st, rng, length=1.2, rho=0.45)
+def in_place_period(st: Style, rng: np.random.Generator) -> float:
+    """Seconds of one cycle of an in-place performance (the first draw of its ``rng``)."""
+    return float(rng.uniform(6.0, 9.0)) / max(0.6, st.tempo) ** 0.5
+
+
+def in_place(emotion: str, body: BodyShape, st: Style, rng: np.random.Generator, scenario: str, t: np.ndarray,
+             period: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict, dict, list[str]]:
+    """An in-place scenario performance at times ``t`` (s), periodic with ``period`` s: root position
+    and rotation, DoFs without the legs, the planted feet and their pitch (for :func:`_solve_legs`)
+    and the gestures performed."""
     H = body.height
-    duration = float(rng.uniform(6.0, 9.0)) / max(0.6, st.tempo) ** 0.5
-    T = int(round(duration * FPS))
-    t = np.arange(T) / FPS
-    phase = 2 * math.pi * t / (T / FPS)
+    T = len(t)
+    phase = 2 * math.pi * t / period
     feet, pitch = _standing_feet(T, H, width=float(rng.uniform(0.045, 0.075)))
     shift = {"weight_shift": 0.05, "gestures": 0.02, "self_touch": 0.015, "arms_crossed": 0.02}[scenario]
     lat = shift * H * st.lateral_sway * np.sin(phase * (2 if scenario == "weight_shift" else 1))
@@ -306,14 +309,24 @@ def standing(emotion: str, performer: Performer, body: BodyShape, st: Style, rng
     root_pos = np.c_[np.full(T, -0.01 * H), lat, 0.548 * H - 2.0 * lat ** 2 / H + bounce]
     root_rot = np.c_[0.05 * np.sin(phase + 1.0), np.full(T, 0.02), -0.5 * lat / H]
     q = np.zeros((T, len(DOFS)))
-    _solve_legs(q, root_pos, root_rot, body, feet, pitch)
     count = {"gestures": 3, "weight_shift": 1, "self_touch": 2, "arms_crossed": 1}[scenario]
     if scenario == "arms_crossed":
         env = 0.4 + 0.4 * np.cos(phase - rng.uniform(0, 6.3)) ** 2
         for dof, value in GESTURES["arms_crossed"].items():
             q[:, I[dof]] += env * value
-    names = _gestures(q, phase, st, emotion, rng, count, shaking=st.tempo > 1.3)
-    _upper_body(q, phase, st, rng, t, T / FPS)
+    names = _gestures(q, phase, st, emotion, rng, count, shaking=st.tempo > 1.3, period=period)
+    _upper_body(q, phase, st, rng, t, period)
+    return root_pos, root_rot, q, feet, pitch, names
+
+
+def standing(emotion: str, performer: Performer, body: BodyShape, st: Style, rng: np.random.Generator,
+             scenario: str = "gestures") -> tuple[np.ndarray, np.ndarray, np.ndarray, dict]:
+    """Scenario performance in place: gestures, weight shifting, self-touch, arms crossed, pacing."""
+    if scenario == "pacing":
+        return walk(emotion, performer, body, st, rng, length=1.2, rho=0.45)
+    T = int(round(in_place_period(st, rng) * FPS))
+    root_pos, root_rot, q, feet, pitch, names = in_place(emotion, body, st, rng, scenario, np.arange(T) / FPS, T / FPS)
+    _solve_legs(q, root_pos, root_rot, body, feet, pitch)  # sets only leg DoFs, which gestures never touch
     return root_pos, root_rot, q, {"scenario": scenario, "gestures": names}
 
 
@@ -336,7 +349,7 @@ def seated(emotion: str, performer: Performer, body: BodyShape, st: Style, rng: 
     q = np.zeros((T, len(DOFS)))
     _solve_legs(q, root_pos, root_rot, body, feet, {"l": np.zeros(T), "r": np.zeros(T)})
     q[:, I["spine_lower_flex"]] += 0.15  # upright trunk over the tilted pelvis
-    names = _gestures(q, phase, st, emotion, rng, 2, shaking=st.tempo > 1.3)
+    names = _gestures(q, phase, st, emotion, rng, 2, shaking=st.tempo > 1.3, period=T / FPS)
     _upper_body(q, phase, st, rng, t, T / FPS)
     return root_pos, root_rot, q, {"seat_height": seat_height, "support_xy": [0.0, 0.0], "gestures": names}
 
@@ -426,4 +439,6 @@ def generate(mid: str, action: str, emotion: str, performer: Performer, take: in
     style = take_variation(performer.style(emotion, intensity), rng)
     root_pos, root_rot, q, info = ACTION_FUNCS[action](emotion, performer, body, style, rng, **params)
     prov = {"generator": "affectsim procedural v1", "performer_expressiveness": performer.expressiveness, **info}
-    return Motion(mid, emotion, action, performer.id, take, FPS, root_pos, root_rot, _finish(q), body, intensity, prov)
+    vad = np.tile(style_vad(performer, emotion, intensity, style), (len(root_pos), 1))
+    return Motion(mid, emotion, action, performer.id, take, FPS, root_pos, root_rot, _finish(q), body, intensity, prov,
+                  vad=vad)

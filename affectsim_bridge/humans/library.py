@@ -11,7 +11,13 @@ Contents (paper scale, PROTOCOL.md section 4):
 - observation-controlled: 837 standing scenario performances by 22 other performers;
   ``group`` = the source performance itself;
 - dyadic: 48 two-person sequences (target + partner clip and the partner's placement
-  relative to the target); ``group`` = the sequence.
+  relative to the target); ``group`` = the sequence;
+- evolving (beyond the paper): 320 in-place performances by 20 more performers whose emotion
+  changes once or twice in response to an event (``evolving.py``); every ordered pair of emotions
+  equally often, the events independent of the emotions; ``group`` = performer.
+
+Every clip carries per-frame valence-arousal-dominance; the manifest gives each clip's mean VAD
+and its emotion segments.
 
 The build writes into a temporary directory and renames it into place, so an
 interrupted build never leaves a partial library.
@@ -32,6 +38,7 @@ from typing import Callable
 import numpy as np
 
 from affectsim_bridge.backends.base import HumanPlacement
+from affectsim_bridge.humans.evolving import EVENTS, IN_PLACE, evolving
 from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.motion import Motion, load_motion, save_motion
 from affectsim_bridge.humans.styles import Performer
@@ -68,8 +75,13 @@ class Plan:
     params: dict
 
 
+#: Evolving clips: ordered emotion pairs (first, second), each equally often.
+PAIRS = tuple((a, b) for a in EMOTIONS for b in EMOTIONS if a != b)
+
+
 def plan(seed: int = 0, ag_performers: int = 12, ag_takes: int = 2, oc_performances: int = 837,
-         oc_performers: int = 22, dyadic: int = 48) -> tuple[list[Plan], list[dict]]:
+         oc_performers: int = 22, dyadic: int = 48, ev_performers: int = 20,
+         ev_clips: int = 16) -> tuple[list[Plan], list[dict]]:
     """Every clip of the library and the dyadic sequences, in a fixed order."""
     rng = np.random.default_rng(seed)
     plans: list[Plan] = []
@@ -108,6 +120,19 @@ def plan(seed: int = 0, ag_performers: int = 12, ag_takes: int = 2, oc_performan
                           "partner": f"{sid}_partner",
                           # partner placement in the target's motion frame: facing the target
                           "partner_pose": [dist, float(rng.uniform(-0.3, 0.3)), math.pi]})
+    ev = [Performer.sample(f"EV{i + 1:02d}", rng) for i in range(ev_performers)]  # drawn last: the
+    events = list(EVENTS)  # clips above stay what they were before evolving clips existed
+    for g in range(ev_performers * ev_clips):
+        p, n = ev[g // ev_clips], g % ev_clips
+        emotions = PAIRS[g % len(PAIRS)]
+        evs = (events[(g // len(PAIRS)) % len(events)],)  # a new event per round of all pairs
+        if g % 3 == 2:  # a second change to any other emotion, after any other event
+            third = [e for e in EMOTIONS if e != emotions[1]]
+            emotions = (*emotions, third[int(rng.integers(len(third)))])
+            evs = (*evs, events[(events.index(evs[0]) + 1 + int(rng.integers(len(events) - 1))) % len(events)])
+        mid = f"ev_{p.id}_{'-'.join(emotions)}_t{n + 1}"
+        plans.append(Plan(mid, "evolving", "standing", emotions[-1], p, n + 1, p.id,
+                          {"emotions": emotions, "events": evs, "scenario": IN_PLACE[(g // 5) % len(IN_PLACE)]}))
     return plans, sequences
 
 
@@ -125,8 +150,11 @@ def build(out: Path = DEFAULT_DIR, seed: int = 0, log: Callable[[str], None] = p
     with staged_dir(Path(out), ".motions-") as tmp:
         entries = []
         for i, p in enumerate(plans):
-            m = generate(p.id, p.action, p.emotion, p.performer, p.take,
-                         intensity=float(np.random.default_rng([seed, i]).uniform(0.7, 1.2)), **p.params)
+            intensity = float(np.random.default_rng([seed, i]).uniform(0.7, 1.2))
+            if p.family == "evolving":
+                m = evolving(p.id, p.performer, p.take, intensity=intensity, **p.params)
+            else:
+                m = generate(p.id, p.action, p.emotion, p.performer, p.take, intensity=intensity, **p.params)
             scenario = {"scenario": p.params["scenario"]} if "scenario" in p.params else {}
             m.provenance.update({"family": p.family, "group": p.group, "seed": seed, **scenario})
             path = tmp / "clips" / f"{p.id}.npz"
@@ -134,7 +162,7 @@ def build(out: Path = DEFAULT_DIR, seed: int = 0, log: Callable[[str], None] = p
             entries.append({"id": p.id, "file": f"clips/{p.id}.npz", "family": p.family, "action": p.action,
                             "emotion": p.emotion, "performer": p.performer.id, "take": p.take, "group": p.group,
                             "duration": round(m.duration, 4), "frames": m.frames, "intensity": m.intensity,
-                            **scenario, "sha256": _sha256(path)})
+                            **scenario, **_labels(m), "sha256": _sha256(path)})
             if (i + 1) % 200 == 0 or i + 1 == len(plans):
                 el = time.monotonic() - t0
                 log(f"[motions] {i + 1}/{len(plans)} clips, {el:.0f} s elapsed, ETA {el / (i + 1) * (len(plans) - i - 1):.0f} s")
@@ -144,6 +172,16 @@ def build(out: Path = DEFAULT_DIR, seed: int = 0, log: Callable[[str], None] = p
     log(f"[motions] built {len(entries)} clips and {len(sequences)} dyadic sequences in "
         f"{time.monotonic() - t0:.1f} s -> {out}")
     return manifest
+
+
+def _labels(m: Motion) -> dict:
+    """A clip's labels for the manifest: mean VAD, and for an evolving clip its segments
+    ([start s, end s, emotion]), events and the frame its held cycle starts at."""
+    out = {"vad": [round(float(v), 4) for v in m.frame_vad.mean(0)]}
+    if m.segments:
+        out.update(segments=[s.to_list() for s in m.segments], events=m.provenance.get("events", []),
+                   loop_start=m.loop_start)
+    return out
 
 
 def _counts(entries: list[dict]) -> dict:
@@ -244,7 +282,7 @@ def add_motions(root: Path, motions: list[Motion], family: str = "imported") -> 
             entries.append({"id": m.id, "file": rel, "family": family, "action": m.action, "emotion": m.emotion,
                             "performer": m.performer, "take": m.take, "group": m.performer,
                             "duration": round(m.duration, 4), "frames": m.frames, "intensity": m.intensity,
-                            "sha256": _sha256(root / rel)})
+                            **_labels(m), "sha256": _sha256(root / rel)})
         manifest = dict(lib.manifest, clips=entries, counts=_counts(entries))
         fd, tmp = tempfile.mkstemp(dir=root, suffix=".json.tmp")
         with os.fdopen(fd, "w") as fh:

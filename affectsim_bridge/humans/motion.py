@@ -1,9 +1,12 @@
 """Motion clips: root trajectory plus joint angles at a fixed rate, with the emotion label.
 
 "Affect belongs to the motion" (PROTOCOL.md section 1): the label, action type,
-performer, take, intensity and provenance travel with the clip. Clips replay
-cyclically from any starting phase; generated clips are periodic (pose and velocity
-continuous across the wrap), and :func:`loop_error` measures it for imported ones.
+performer, take, intensity, per-frame valence-arousal-dominance and the emotion
+segments travel with the clip. Clips replay cyclically from any starting phase;
+generated clips are periodic (pose and velocity continuous across the wrap), and
+:func:`loop_error` measures it for imported ones. An evolving clip (``loop_start``
+set) plays once from its start and then holds its final state: its last
+``frames - loop_start`` frames, one cycle of the final style, repeat seamlessly.
 
 Storage: one compressed ``.npz`` per clip (arrays plus a JSON metadata string), written
 atomically. Frames: the root trajectory is in the motion's own floor frame (x forward of
@@ -24,6 +27,7 @@ import numpy as np
 
 from affectsim_bridge.humans.body import BodyShape
 from affectsim_bridge.humans.skeleton import DOFS
+from affectsim_core.affect import Segment, check_vad, parse_segments, prototype
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS
 
@@ -49,10 +53,40 @@ class Motion:
     intensity: float = 1.0
     provenance: dict = field(default_factory=dict)
     cyclic: bool = True
+    vad: np.ndarray | None = None  # (T, 3) valence, arousal, dominance in [-1, 1]; None: the label's prototype
+    segments: tuple[Segment, ...] = ()  # emotion over clip time (s); (): the label over the whole clip
+    loop_start: int | None = None  # frame: plays once, then repeats frames [loop_start, T) (evolving clips)
 
     @property
     def frames(self) -> int:
         return len(self.root_pos)
+
+    @property
+    def frame_vad(self) -> np.ndarray:
+        """(T, 3) valence, arousal, dominance per frame (the label's prototype when none is stored)."""
+        return self.vad if self.vad is not None else np.tile(prototype(self.emotion), (self.frames, 1))
+
+    @property
+    def label_segments(self) -> tuple[Segment, ...]:
+        """The emotion segments over ``[0, duration)``: the stored ones or the label over the whole clip."""
+        return self.segments or (Segment(0.0, self.duration, self.emotion),)
+
+    def vad_at(self, t: float | np.ndarray) -> np.ndarray:
+        """VAD (..., 3) at clip time ``t`` (s), with the replay rule of :meth:`sample` (nearest frame)."""
+        return self.frame_vad[self._frame_index(np.asarray(t, float))]
+
+    def _frame_index(self, t: np.ndarray) -> np.ndarray:
+        f = np.floor(self._replay_frame(t)).astype(int)
+        return np.clip(f, 0, self.frames - 1)
+
+    def _replay_frame(self, t: np.ndarray) -> np.ndarray:
+        """Fractional frame in [0, T) played at ``t``: cyclic, or once then the held cycle."""
+        f = t * self.fps
+        if self.loop_start is None:
+            return f - np.floor(f / self.frames) * self.frames
+        a = float(self.loop_start)
+        f = np.maximum(f, 0.0)
+        return np.where(f < self.frames, f, a + np.mod(f - a, self.frames - a))
 
     @property
     def duration(self) -> float:
@@ -76,6 +110,16 @@ class Motion:
                 raise InvalidInput(name, "non-finite values", "finite numbers", where=w)
         if T < 2:
             raise InvalidInput("frames", T, "at least 2 frames", where=w)
+        if self.vad is not None:
+            self.vad = check_vad(self.vad, T, w)
+        if self.segments:
+            self.segments = parse_segments([s.to_list() for s in self.segments], self.duration, w)
+            if self.segments[-1].emotion != self.emotion:
+                raise InvalidInput("emotion", self.emotion, f"the last segment's emotion "
+                                   f"{self.segments[-1].emotion!r} (the state the clip holds)", where=w)
+        ok = isinstance(self.loop_start, int) and not isinstance(self.loop_start, bool) and 0 <= self.loop_start <= T - 2
+        if self.loop_start is not None and not ok:
+            raise InvalidInput("loop_start", self.loop_start, f"null or a frame in [0, {T - 2}]", where=w)
         self.body.validate()
         return self
 
@@ -83,9 +127,18 @@ class Motion:
         """Pose at time ``t`` (s, any real; wraps cyclically): root_pos, root_rot, dofs (linear interpolation).
 
         The root advances by the clip's net displacement on every wrap (zero for clips that
-        return to their start, as generated ones do).
+        return to their start, as generated ones do). An evolving clip plays once from t = 0
+        (earlier times show its first frame) and then repeats its held cycle.
         """
         t = np.asarray(t, float)
+        if self.loop_start is not None:
+            f = self._replay_frame(t)
+            i0 = np.floor(f).astype(int)
+            i1 = np.where(i0 + 1 < self.frames, i0 + 1, self.loop_start)
+            a = (f - i0)[..., None]
+            r0, r1 = self.root_rot[i0], self.root_rot[i1]
+            return ((1 - a) * self.root_pos[i0] + a * self.root_pos[i1], r0 + a * np.angle(np.exp(1j * (r1 - r0))),
+                    (1 - a) * self.dofs[i0] + a * self.dofs[i1])
         f = t * self.fps
         cycles = np.floor(f / self.frames)
         f = f - cycles * self.frames
@@ -106,19 +159,58 @@ class Motion:
         return {"format": FORMAT, "id": self.id, "emotion": self.emotion, "action": self.action,
                 "performer": self.performer, "take": self.take, "fps": self.fps, "intensity": self.intensity,
                 "duration": self.duration, "frames": self.frames, "cyclic": self.cyclic,
+                "loop_start": self.loop_start, "segments": [s.to_list() for s in self.label_segments],
                 "body": asdict(self.body), "provenance": self.provenance, "dofs": [d.name for d in DOFS]}
 
 
 def loop_error(m: Motion) -> tuple[float, float]:
-    """Largest jump across the wrap relative to within-clip steps: (pose, velocity) ratios (1.0 = seamless)."""
+    """Largest jump across the wrap (last frame to frame 0, or to ``loop_start`` of an evolving clip)
+    relative to within-clip steps: (pose, velocity) ratios (1.0 = seamless)."""
+    a = m.loop_start or 0
     x = np.concatenate([m.root_pos, m.root_rot, m.dofs], 1)
-    x = np.concatenate([x, x[:1]])  # the frame after the last is the first again
+    x = np.concatenate([x, x[a:a + 1]])  # the frame after the last is the loop's first again
     vel = np.diff(x, axis=0)
     vel[:, 3:6] = np.angle(np.exp(1j * vel[:, 3:6]))  # yaw, pitch, roll wrap at +-pi
     typ = np.maximum(np.abs(vel[:-1]).max(0), 1e-6)
-    acc = np.diff(np.concatenate([vel, vel[:1]]), axis=0)
+    acc = np.diff(np.concatenate([vel, vel[a:a + 1]]), axis=0)
     acc_typ = np.maximum(np.abs(acc[:-2]).max(0), 1e-6)
     return float((np.abs(vel[-1]) / typ).max()), float((np.abs(acc[-2:]).max(0) / acc_typ).max())
+
+
+TRANSITION_WINDOW_S = 1.0  # each side of a segment boundary: covers a transition of up to 2 s
+#: Speeds (per s) and accelerations (per s^2) any person reaches in everyday movement: pelvis
+#: translation (m), pelvis rotation and joint angles (rad). A transition is compared with the
+#: faster of these and the clip's own movement elsewhere, so that the tiny sway of a standing
+#: pelvis does not make an ordinary change of posture look like a jump.
+EVERYDAY = {"root_pos": (0.3, 1.5), "root_rot": (1.0, 5.0), "dofs": (2.5, 25.0)}
+TRANSITION_LIMITS = (1.5, 2.5)  # (pose, velocity) ratios of transition_error a clip may reach
+
+
+def transition_error(m: Motion) -> tuple[float, float]:
+    """How much faster the body moves through an emotion change than elsewhere: the largest
+    per-frame step (pose) and step change (velocity) within 1 s of a segment boundary over the
+    larger of the largest outside and :data:`EVERYDAY`, per channel group (root position, root
+    rotation, DoFs), as (pose, velocity) ratios. (0, 0) for a clip without a change."""
+    if len(m.segments) < 2:
+        return 0.0, 0.0
+    t = np.arange(m.frames - 1) / m.fps
+    near = np.zeros(len(t), bool)
+    for s in m.segments[1:]:
+        near |= np.abs(t - s.start) <= TRANSITION_WINDOW_S
+    if near.all():
+        return 0.0, 0.0
+    dt = 1.0 / m.fps
+    out = (0.0, 0.0)
+    for name, arr in (("root_pos", m.root_pos), ("root_rot", m.root_rot), ("dofs", m.dofs)):
+        vel = np.diff(arr, axis=0)
+        vel = np.angle(np.exp(1j * vel)) if name == "root_rot" else vel
+        acc = np.abs(np.diff(vel, axis=0))
+        vel = np.abs(vel)
+        v_floor, a_floor = EVERYDAY[name]
+        r = ((vel[near].max(0) / np.maximum(vel[~near].max(0), v_floor * dt)).max(),
+             (acc[near[1:]].max(0) / np.maximum(acc[~near[1:]].max(0), a_floor * dt * dt)).max())
+        out = (max(out[0], float(r[0])), max(out[1], float(r[1])))
+    return out
 
 
 def save_motion(m: Motion, path: Path) -> None:
@@ -130,7 +222,8 @@ def save_motion(m: Motion, path: Path) -> None:
     try:
         with open(tmp, "wb") as fh:
             np.savez_compressed(fh, root_pos=m.root_pos.astype(np.float32), root_rot=m.root_rot.astype(np.float32),
-                                dofs=m.dofs.astype(np.float32), meta=np.array(json.dumps(m.meta())))
+                                dofs=m.dofs.astype(np.float32), vad=m.frame_vad.astype(np.float32),
+                                meta=np.array(json.dumps(m.meta())))
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
@@ -162,6 +255,7 @@ def load_motion(path: Path) -> Motion:
         if frames <= MAX_FRAMES and size <= MAX_CLIP_BYTES:
             with np.load(path, allow_pickle=False) as z:
                 arrays = {k: z[k] for k in ("root_pos", "root_rot", "dofs", "meta")}
+                arrays["vad"] = z["vad"] if "vad" in z.files else None  # clips written before VAD labels
     except FileNotFoundError:
         raise InvalidInput("path", where, "an existing motion file") from None
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
@@ -184,9 +278,17 @@ def load_motion(path: Path) -> Motion:
         m = Motion(meta["id"], meta["emotion"], meta["action"], meta["performer"], int(meta["take"]), float(meta["fps"]),
                    arrays["root_pos"].astype(float), arrays["root_rot"].astype(float), arrays["dofs"].astype(float),
                    BodyShape(**meta["body"]), float(meta["intensity"]), meta.get("provenance", {}),
-                   bool(meta.get("cyclic", True)))
+                   bool(meta.get("cyclic", True)), None if arrays["vad"] is None else arrays["vad"].astype(float),
+                   _segments(meta, where), meta.get("loop_start"))
     except KeyError as exc:
         raise InvalidInput(f"meta.{exc.args[0]}", None, "a value (field is required)", where=where) from None
     except TypeError as exc:
         raise InvalidInput("meta.body", meta.get("body"), f"BodyShape fields ({exc})", where=where) from None
     return m.validate(where)
+
+
+def _segments(meta: dict, where: str) -> tuple[Segment, ...]:
+    """The stored segments of an evolving clip (more than one), else () (the label holds throughout)."""
+    raw = meta.get("segments")
+    segs = () if raw is None else parse_segments(raw, None, where)  # coverage: checked by Motion.validate
+    return segs if len(segs) > 1 else ()

@@ -1,7 +1,9 @@
 """Preview of a motion: a contact sheet (PNG) and an animated GIF from front, side and rear views.
 
 Rendered with the MuJoCo backend in an empty studio room; the cameras follow the
-performer's root so walking clips stay in frame.
+performer's root so walking clips stay in frame. Under every frame of the sheet: the emotion
+label at that instant and its valence, arousal and dominance; an evolving clip's sheet spans the
+whole clip and names each event at the frame after it.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
 from affectsim_bridge.humans.motion import Motion
 from affectsim_bridge.scene import Scene, parse_scene
+from affectsim_core.affect import label_at
 from affectsim_core.camera import CameraIntrinsics
 from affectsim_core.geometry import Pose2D, Transform, look_at_rotation
+from affectsim_core.protocol import EMOTIONS
 
 STUDIO = {
     "format": "affectsim-scene/1", "id": "studio",
@@ -77,22 +81,34 @@ def render_views(motion: Motion, times: np.ndarray, distance: float = 3.0, size:
     return out
 
 
-def write_preview(motion: Motion, out_dir: Path, frames: int = 6, gif_fps: float = 6.0,
-                  gif_size: tuple[int, int] = (160, 120)) -> tuple[Path, Path]:
-    """Write ``<id>.png`` (views x frames) and ``<id>.gif`` (three views side by side) into ``out_dir``."""
+def write_preview(motion: Motion, out_dir: Path, frames: int | None = None, gif_fps: float = 6.0,
+                  gif_size: tuple[int, int] = (160, 120), size: tuple[int, int] = (320, 240)) -> tuple[Path, Path]:
+    """Write ``<id>.png`` (views x frames, the label per frame) and ``<id>.gif`` (three views side
+    by side) into ``out_dir``; ``frames`` default: 6, or 12 for an evolving clip."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    frames = frames or (12 if motion.segments else 6)
     sheet_t = np.linspace(0, motion.duration, frames, endpoint=False)
-    views = render_views(motion, sheet_t)
+    views = render_views(motion, sheet_t, size=size)
     h, w = views["front"][0].shape[:2]
-    sheet = Image.new("RGB", (w * frames, (h + 14) * len(VIEWS) + 18), (255, 255, 255))
+    labels = label_at(motion.label_segments, sheet_t)
+    vad = motion.vad_at(sheet_t)
+    events = motion.provenance.get("events", []) if motion.segments else []
+    sheet = Image.new("RGB", (w * frames, (h + 14) * len(VIEWS) + 18 + 28), (255, 255, 255))
     draw = ImageDraw.Draw(sheet)
-    draw.text((4, 2), f"{motion.id}: {motion.emotion} {motion.action}, performer {motion.performer}, "
+    changes = " -> ".join(s.emotion for s in motion.label_segments)
+    draw.text((4, 2), f"{motion.id}: {changes} {motion.action}, performer {motion.performer}, "
                       f"{motion.duration:.1f} s", fill=(0, 0, 0))
     for r, view in enumerate(VIEWS):
         for c, img in enumerate(views[view]):
             y = 18 + r * (h + 14)
             sheet.paste(Image.fromarray(img), (c * w, y + 14))
             draw.text((c * w + 4, y), f"{view} t={sheet_t[c]:.2f}s", fill=(0, 0, 0))
+    y = 18 + len(VIEWS) * (h + 14)
+    for c, (k, (v, a, d)) in enumerate(zip(labels, vad)):
+        draw.text((c * w + 4, y), f"{EMOTIONS[k]}  V{v:+.2f} A{a:+.2f} D{d:+.2f}", fill=(0, 0, 0))
+        happened = [e["event"] for e in events if sheet_t[c] - (sheet_t[1] - sheet_t[0]) < e["time"] <= sheet_t[c]]
+        if happened:
+            draw.text((c * w + 4, y + 13), "after: " + ", ".join(happened), fill=(180, 0, 0))
     gif_t = np.arange(0, motion.duration, 1.0 / gif_fps)
     gv = render_views(motion, gif_t, size=gif_size)
     gif = [Image.fromarray(np.concatenate([gv[v][i] for v in VIEWS], axis=1)) for i in range(len(gif_t))]

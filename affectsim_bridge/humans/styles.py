@@ -16,9 +16,12 @@ each emotion departs from it; a take adds small variation. Directions, relative 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
+
+from affectsim_core.affect import motion_vad
 
 
 @dataclass(frozen=True)
@@ -98,3 +101,12 @@ def take_variation(style: Style, rng: np.random.Generator, scale: float = 0.06) 
     """Small per-take changes of every parameter."""
     return replace(style, **{f.name: getattr(style, f.name) * float(rng.normal(1, scale)) if getattr(style, f.name)
                              else getattr(style, f.name) for f in fields(Style)})
+
+
+def style_vad(performer: Performer, emotion: str, intensity: float, style: Style) -> np.ndarray:
+    """VAD (3,) of a take performed with ``style`` (``affectsim_core.affect.motion_vad``): strength =
+    expressiveness x intensity; energy = mean log-ratio of speed, tempo and gesture size over the
+    performer's neutral; expansion = ``expand`` over the performer's neutral."""
+    base = performer.base
+    energy = float(np.mean([math.log(getattr(style, k) / getattr(base, k)) for k in ("speed", "tempo", "gesture_amp")]))
+    return motion_vad(emotion, performer.expressiveness * intensity, energy, style.expand - base.expand)

@@ -5,7 +5,11 @@ Checks and thresholds (clip frame, metres, height H):
 - joint limits: every DoF within the skeleton's range (+0.5 deg);
 - loop continuity: the step across the wrap <= 1.5x the largest in-clip step (pose), and its
   velocity change <= 2.5x the largest in-clip one (a heel-strike peak may fall on the wrap; a
-  real discontinuity gives ratios of 10 and more);
+  real discontinuity gives ratios of 10 and more); for an evolving clip the wrap is from its
+  last frame to its held cycle's first;
+- transition continuity (evolving clips): within 1 s of an emotion change no step exceeds 1.5x,
+  and no step change 2.5x, the largest elsewhere in the clip (per channel group);
+- labels: per-frame VAD in [-1, 1], segments contiguous over the clip, ending in its label;
 - foot sliding: while a foot is planted (ankle within 1.5 cm of its standing height and
   slower than 0.25 m/s vertically) its horizontal speed averages < 0.05 m/s;
 - self-penetration: hands stay outside the torso core (distance to the spine axis
@@ -25,7 +29,7 @@ import numpy as np
 
 from affectsim_bridge.humans.generator import ANKLE_H
 from affectsim_bridge.humans.library import Library
-from affectsim_bridge.humans.motion import Motion, loop_error
+from affectsim_bridge.humans.motion import TRANSITION_LIMITS, Motion, loop_error, transition_error
 from affectsim_bridge.humans.skeleton import DOF_HI, DOF_LO, DOFS, JOINT_INDEX, POINTS, forward_kinematics
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS
@@ -58,8 +62,13 @@ def check_motion(m: Motion, report: Report, door_plane_x: float | None = None) -
         j = int(np.argmax(bad.any(0)))
         report.fail(m.id, "joint_limits", f"{DOFS[j].name} outside [{DOF_LO[j]:.2f}, {DOF_HI[j]:.2f}] rad")
     pose_jump, vel_jump = loop_error(m)
-    if m.cyclic and (pose_jump > 1.5 or vel_jump > 2.5):
+    if (m.cyclic or m.loop_start is not None) and (pose_jump > 1.5 or vel_jump > 2.5):
         report.fail(m.id, "loop_continuity", f"wrap jump {pose_jump:.2f}x (pose), {vel_jump:.2f}x (velocity)")
+    pose_tr, vel_tr = transition_error(m)
+    report.measures.setdefault("transition_ratio", []).append((pose_tr, vel_tr))
+    if pose_tr > TRANSITION_LIMITS[0] or vel_tr > TRANSITION_LIMITS[1]:
+        report.fail(m.id, "transition_continuity", f"through an emotion change {pose_tr:.2f}x (pose), "
+                    f"{vel_tr:.2f}x (velocity) the largest elsewhere")
     dt = 1.0 / m.fps
     slides = []
     for s in ("l", "r"):
