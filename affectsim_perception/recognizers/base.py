@@ -4,6 +4,12 @@ Every recognizer receives the same input in every observation setting (PROTOCOL.
 8 RGB frames resized to 224x224 (optionally registered depth and frame times). Weights are
 loaded read-only from a checkpoint whose SHA-256 is verified against its manifest; nothing here
 trains.
+
+Two optional parts (evolving affect, docs/affect.md): a :class:`Prediction` may carry a
+valence-arousal-dominance estimate (``vad``, three numbers in [-1, 1]) from recognizers that make
+one (``Recognizer.estimates_vad``), and :meth:`Recognizer.predict_stream` labels every window of
+8 consecutive frames of a longer stamped stream (:class:`StreamInput`); by default it calls
+``predict`` per window, and a recognizer may do it faster with the same results.
 """
 
 from __future__ import annotations
@@ -53,23 +59,65 @@ class ClipInput:
         return hashlib.sha256(np.ascontiguousarray(self.frames).tobytes()).hexdigest()
 
 
+MAX_STREAM_FRAMES = 2400  # frames of one stream (10 min at 4 Hz; 2400 x 224 x 224 x 3 bytes = 361 MB)
+
+
+@dataclass(frozen=True)
+class StreamInput:
+    """A longer observation: ``frames`` (N, 224, 224, 3) uint8 RGB with N >= 8, ``times`` (N,)
+    strictly increasing sim seconds, ``depth`` (N, 224, 224) float32 metres or None."""
+
+    frames: np.ndarray
+    times: np.ndarray
+    depth: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        f = self.frames
+        if not isinstance(f, np.ndarray) or f.ndim != 4 or f.shape[1:] != (CLIP_SIZE, CLIP_SIZE, 3) \
+                or f.dtype != np.uint8 or not CLIP_FRAMES <= len(f) <= MAX_STREAM_FRAMES:
+            got = (getattr(f, "shape", None), str(getattr(f, "dtype", type(f).__name__)))
+            raise InvalidInput("stream.frames", got, f"(N, {CLIP_SIZE}, {CLIP_SIZE}, 3) uint8 with "
+                               f"{CLIP_FRAMES} <= N <= {MAX_STREAM_FRAMES}")
+        t = np.asarray(self.times, float)
+        if t.shape != (len(f),) or not np.isfinite(t).all() or (np.diff(t) <= 0).any():
+            raise InvalidInput("stream.times", np.shape(self.times), f"({len(f)},) strictly increasing seconds")
+        if self.depth is not None and (self.depth.shape != f.shape[:3] or self.depth.dtype != np.float32):
+            raise InvalidInput("stream.depth", (self.depth.shape, str(self.depth.dtype)), f"None or {f.shape[:3]} float32")
+
+    def windows(self, stride: int = 1) -> list[tuple[float, ClipInput]]:
+        """(centre time s, clip) of every window of 8 consecutive frames, every ``stride`` frames."""
+        if not isinstance(stride, int) or stride < 1:
+            raise InvalidInput("stride", stride, "a whole number of frames >= 1")
+        out = []
+        for i in range(0, len(self.frames) - CLIP_FRAMES + 1, stride):
+            t = np.asarray(self.times[i:i + CLIP_FRAMES], float)
+            d = None if self.depth is None else self.depth[i:i + CLIP_FRAMES]
+            out.append((float(0.5 * (t[0] + t[-1])), ClipInput(self.frames[i:i + CLIP_FRAMES], d, t)))
+        return out
+
+
 @dataclass(frozen=True)
 class Prediction:
     """``probs`` (5,) over :data:`EMOTIONS` summing to 1; ``label`` the predicted emotion (None unless
-    ``outcome`` is "ok"); ``outcome`` "ok", "unparseable" (an answer without a label) or "error"."""
+    ``outcome`` is "ok"); ``outcome`` "ok", "unparseable" (an answer without a label) or "error";
+    ``vad`` (3,) valence, arousal, dominance in [-1, 1] from a recognizer that estimates them, else None."""
 
     probs: np.ndarray
     label: str | None
     outcome: str = "ok"
     detail: str = ""
+    vad: np.ndarray | None = None
 
     @staticmethod
-    def from_probs(probs, detail: str = "") -> "Prediction":
+    def from_probs(probs, detail: str = "", vad=None) -> "Prediction":
         p = np.asarray(probs, float)
         if p.shape != (len(EMOTIONS),) or not np.isfinite(p).all() or (p < 0).any() or p.sum() <= 0:
             raise ValueError(f"probs={p!r} is invalid; expected 5 non-negative finite numbers")
         p = p / p.sum()
-        return Prediction(p, EMOTIONS[int(np.argmax(p))], "ok", detail)
+        v = None if vad is None else np.asarray(vad, float)
+        if v is not None and (v.shape != (3,) or not np.isfinite(v).all() or np.abs(v).max() > 1 + 1e-9):
+            raise ValueError(f"vad={vad!r} is invalid; expected 3 finite numbers in [-1, 1]")
+        return Prediction(p, EMOTIONS[int(np.argmax(p))], "ok", detail, v)
 
     @staticmethod
     def failed(outcome: str, detail: str) -> "Prediction":
@@ -78,7 +126,7 @@ class Prediction:
 
     def as_dict(self) -> dict:
         return {"probs": [round(float(v), 6) for v in self.probs], "label": self.label, "outcome": self.outcome,
-                "detail": self.detail}
+                "detail": self.detail, **({} if self.vad is None else {"vad": [round(float(v), 6) for v in self.vad]})}
 
 
 _BLAS: list = []
@@ -99,10 +147,16 @@ class Recognizer(abc.ABC):
     """A frozen emotion recognizer."""
 
     name = "recognizer"
+    estimates_vad = False  # whether its predictions carry ``vad``
 
     @abc.abstractmethod
     def predict(self, clip: ClipInput) -> Prediction:
         """Probabilities and label for one clip."""
+
+    def predict_stream(self, stream: StreamInput, stride: int = 1) -> list[tuple[float, Prediction]]:
+        """(window centre time s, prediction) for every window of 8 consecutive frames of ``stream``,
+        every ``stride`` frames, in time order."""
+        return [(t, self.predict(clip)) for t, clip in stream.windows(stride)]
 
     def close(self) -> None:
         """Release resources (models, connections)."""

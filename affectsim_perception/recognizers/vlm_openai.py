@@ -1,9 +1,12 @@
 """``vlm-openai``: any OpenAI-compatible chat-completions endpoint with image input.
 
 For example a vLLM server of Qwen2.5-VL (``vllm serve Qwen/Qwen2.5-VL-7B-Instruct``). The 8
-frames go as JPEG data URLs in one user message with a prompt that lists the five labels;
-temperature 0. Answers are parsed robustly (a JSON ``{"emotion": ...}``, an "Answer: X" line,
-or exactly one label or synonym named); anything else is an explicit ``unparseable`` outcome.
+frames go as JPEG data URLs in one user message with a prompt that lists the five labels and asks
+for valence, arousal and dominance in [-1, 1], as JSON; temperature 0. Answers are parsed
+robustly: the label from a JSON ``{"emotion": ...}``, an "Answer: X" line, or exactly one label or
+synonym named, anything else an explicit ``unparseable`` outcome; the VAD from the JSON fields or
+"valence: 0.4"-style lines (also v/a/d, pleasure for valence, and 1-9 SAM ratings, mapped to
+[-1, 1]), and a prediction without all three in range carries no VAD (never a guessed one).
 Every request has a timeout and is retried (connection errors, timeouts, HTTP 429 and 5xx) with
 backoff; after the last retry the outcome is ``error``. Responses are cached by (endpoint, model,
 prompt, frames) in memory and, with ``cache_dir``, on disk (one JSON file per key, written
@@ -32,7 +35,10 @@ from affectsim_core.protocol import EMOTIONS
 from affectsim_perception.recognizers.base import RECOGNIZERS, ClipInput, Prediction, Recognizer
 
 PROMPT = ("These 8 frames, in time order, show one person. Which emotion does their body language express? "
-          "Answer with exactly one word from: angry, fearful, happy, neutral, sad.")
+          "Choose exactly one of: angry, fearful, happy, neutral, sad. Also rate their valence (unpleasant -1 to "
+          "pleasant 1), arousal (calm -1 to excited 1) and dominance (submissive -1 to in control 1). Answer "
+          'with JSON only, e.g. {"emotion": "sad", "valence": -0.6, "arousal": -0.3, "dominance": -0.3}.')
+MAX_TOKENS = 96  # the JSON answer is about 35 tokens
 SYNONYMS = {
     "angry": ("angry", "anger", "furious", "mad", "irritated", "annoyed"),
     "fearful": ("fearful", "fear", "afraid", "scared", "frightened", "anxious", "terrified"),
@@ -62,6 +68,46 @@ def parse_label(text: str) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
+VAD_KEYS = {"valence": ("valence", "pleasure", "v", "p"), "arousal": ("arousal", "activation", "a"),
+            "dominance": ("dominance", "control", "d")}
+_NUMBER = r"[-+]?\d+(?:\.\d+)?"
+
+
+def parse_vad(text: str) -> np.ndarray | None:
+    """Valence, arousal, dominance (3,) in [-1, 1] from an answer, or None unless all three are given.
+
+    JSON fields or ``name: number`` lines; values on the 1-9 SAM scale (any above 1, all within
+    [1, 9]) are mapped by (x - 5) / 4; values outside both scales give None."""
+    t = text.strip().lower()
+    found: dict[str, float] = {}
+    try:
+        obj = json.loads(re.sub(r"^```(json)?|```$", "", t).strip())
+    except (json.JSONDecodeError, TypeError):
+        obj = None
+    if isinstance(obj, dict):
+        for dim, names in VAD_KEYS.items():
+            for k in names:
+                v = obj.get(k)
+                if isinstance(v, str) and re.fullmatch(_NUMBER, v.strip()):
+                    v = float(v)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    found[dim] = float(v)
+                    break
+    else:
+        for dim, names in VAD_KEYS.items():
+            m = re.search(rf"\b({'|'.join(names[:2])})\b\W{{0,3}}\s*[:=]?\s*({_NUMBER})", t)
+            if m:
+                found[dim] = float(m.group(2))
+    if set(found) != set(VAD_KEYS):
+        return None
+    v = np.array([found[d] for d in VAD_KEYS], float)
+    if not np.isfinite(v).all():
+        return None
+    if (v > 1).any() and ((v >= 1) & (v <= 9)).all():
+        v = (v - 5.0) / 4.0
+    return v if np.abs(v).max() <= 1.0 else None
+
+
 def _named(t: str) -> set[str]:
     t = re.sub(r"\bnot\s+(\w+)", " ", t)  # "not angry" does not name anger
     return {e for e, words in SYNONYMS.items() for w in words if re.search(rf"\b{re.escape(w)}\b", t)}
@@ -73,6 +119,7 @@ MAX_REPLY_BYTES = 1 * 2 ** 20  # one chat-completions reply (a label is a few hu
 @RECOGNIZERS.register("vlm-openai")
 class OpenAIVLM(Recognizer):
     name = "vlm-openai"
+    estimates_vad = True
 
     def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, retries: int = 2, backoff: float = 1.0, cache_dir: str | Path | None = None,
@@ -97,7 +144,7 @@ class OpenAIVLM(Recognizer):
             Image.fromarray(f).save(buf, format="JPEG", quality=self.jpeg_quality)
             images.append({"type": "image_url", "image_url": {
                 "url": "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode()}})
-        return {"model": self.model, "temperature": 0, "max_tokens": 32,
+        return {"model": self.model, "temperature": 0, "max_tokens": MAX_TOKENS,
                 "messages": [{"role": "user", "content": [{"type": "text", "text": self.prompt}, *images]}]}
 
     def _key(self, clip: ClipInput) -> str:
@@ -166,4 +213,4 @@ class OpenAIVLM(Recognizer):
             return Prediction.failed("unparseable", answer[:200])
         p = np.zeros(len(EMOTIONS))
         p[EMOTIONS.index(label)] = 1.0
-        return Prediction(p, label, "ok", answer[:200])
+        return Prediction(p, label, "ok", answer[:200], parse_vad(answer))
