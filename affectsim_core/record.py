@@ -16,6 +16,7 @@ rounded so records compare exactly across runs)::
     anchor      [x, y]                                          the target's anchor (map, m)
     start       [x, y, yaw]
     social      {min_gap_m, intimate_pct, personal_pct, contacts, people [...]}   reactive runs only
+    streams     {start, end, times, segments, vad, labels, pred_vad}   evolving episodes only
 
 A stored row adds the run fields :data:`RUN_FIELDS` (status, failure reason, wall time, worker,
 seconds per stage), which differ between runs of the same episode and are not part of the record.
@@ -27,6 +28,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from affectsim_core.affect import Segment, parse_segments
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS, ESPL_RADII, SETTINGS, Outcome
 
@@ -167,6 +169,73 @@ class SocialSummary:
                 "contacts": self.contacts, "people": [dict(x) for x in self.people]}
 
 
+MAX_WINDOWS = 2400  # windows of one stream (10 min at 4 Hz)
+
+
+def _vad3(v: Any) -> bool:
+    return isinstance(v, list) and len(v) == 3 and all(_num(x) and -1.0 <= x <= 1.0 for x in v)
+
+
+@dataclass(frozen=True)
+class AffectStreams:
+    """The window streams of an evolving episode, the same windows in every setting (paired):
+    the observed interval ``[start, end)`` and window centre ``times`` (s, episode clock); the true
+    ``segments`` over the interval and the true ``vad`` at each window; per recognizer and setting
+    the predicted label per window (``labels``, None: no label) and, for recognizers that estimate
+    it, the predicted VAD per window (``pred_vad``, None where a window has none)."""
+
+    start: float
+    end: float
+    times: tuple[float, ...]
+    segments: tuple[Segment, ...]
+    vad: tuple[tuple[float, float, float], ...]
+    labels: dict[str, dict[str, tuple[str | None, ...]]]
+    pred_vad: dict[str, dict[str, tuple[tuple[float, float, float] | None, ...]]]
+
+    @staticmethod
+    def from_dict(d: Any, where: str = "streams") -> "AffectStreams":
+        keys = ("start", "end", "times", "segments", "vad", "labels", "pred_vad")
+        if not isinstance(d, dict) or set(d) != set(keys):
+            raise InvalidInput("streams", sorted(d) if isinstance(d, dict) else d, f"the fields {list(keys)}", where)
+        if not (_num(d["start"]) and _num(d["end"]) and d["start"] < d["end"]):
+            raise InvalidInput("streams.start/end", (d["start"], d["end"]), "seconds with start < end", where)
+        times = d["times"]
+        if not (isinstance(times, list) and 0 < len(times) <= MAX_WINDOWS and all(map(_num, times))
+                and all(a < b for a, b in zip(times, times[1:])) and d["start"] <= times[0] and times[-1] <= d["end"]):
+            raise InvalidInput("streams.times", times if not isinstance(times, list) else f"{len(times)} values",
+                               f"1 to {MAX_WINDOWS} increasing seconds within [start, end]", where)
+        n = len(times)
+        segs = parse_segments(d["segments"], None, f"{where}: streams")
+        if abs(segs[0].start - d["start"]) > 1e-3 or abs(segs[-1].end - d["end"]) > 1e-3:
+            raise InvalidInput("streams.segments", [segs[0].start, segs[-1].end], "to cover [start, end]", where)
+        if not (isinstance(d["vad"], list) and len(d["vad"]) == n and all(map(_vad3, d["vad"]))):
+            raise InvalidInput("streams.vad", f"{len(d['vad']) if isinstance(d['vad'], list) else d['vad']}",
+                               f"{n} [valence, arousal, dominance] in [-1, 1]", where)
+        labels, pred = d["labels"], d["pred_vad"]
+        if not isinstance(labels, dict) or not labels or not isinstance(pred, dict) or not set(pred) <= set(labels):
+            raise InvalidInput("streams.labels/pred_vad", sorted(labels) if isinstance(labels, dict) else labels,
+                               "recognizers with labels; pred_vad for some of them", where)
+        for rec, by in labels.items():
+            if not isinstance(by, dict) or not set(by) <= set(SETTINGS) or not all(
+                    isinstance(v, list) and len(v) == n and all(x is None or x in EMOTIONS for x in v) for v in by.values()):
+                raise InvalidInput(f"streams.labels[{rec!r}]", "malformed", f"{{setting: {n} labels or null}}", where)
+            p = pred.get(rec, {})
+            if not isinstance(p, dict) or not set(p) <= set(by) or not all(
+                    isinstance(v, list) and len(v) == n and all(x is None or _vad3(x) for x in v) for v in p.values()):
+                raise InvalidInput(f"streams.pred_vad[{rec!r}]", "malformed", f"{{setting: {n} VAD or null}}", where)
+        return AffectStreams(float(d["start"]), float(d["end"]), tuple(times), segs, tuple(map(tuple, d["vad"])),
+                             {r: {s: tuple(v) for s, v in by.items()} for r, by in labels.items()},
+                             {r: {s: tuple(None if x is None else tuple(x) for x in v) for s, v in by.items()}
+                              for r, by in pred.items()})
+
+    def to_dict(self) -> dict:
+        return {"start": self.start, "end": self.end, "times": list(self.times),
+                "segments": [s.to_list() for s in self.segments], "vad": [list(v) for v in self.vad],
+                "labels": {r: {s: list(v) for s, v in by.items()} for r, by in self.labels.items()},
+                "pred_vad": {r: {s: [None if x is None else list(x) for x in v] for s, v in by.items()}
+                             for r, by in self.pred_vad.items()}}
+
+
 @dataclass(frozen=True)
 class EpisodeRecord:
     """The paired record of one episode (see the module docstring)."""
@@ -187,6 +256,7 @@ class EpisodeRecord:
     anchor: tuple[float, float]
     start: tuple[float, float, float]
     social: SocialSummary | None = None  # reactive people only (absent from scripted records)
+    streams: AffectStreams | None = None  # evolving episodes only
 
     @property
     def recognizers(self) -> list[str]:
@@ -199,7 +269,7 @@ class EpisodeRecord:
         if not isinstance(d, dict):
             raise InvalidInput("record", type(d).__name__, "a mapping", where)
         w = f"{where}: {d.get('episode_id', '<no id>')}"
-        missing = [n for n in names if n not in d and n != "social"]
+        missing = [n for n in names if n not in d and n not in ("social", "streams")]
         unknown = sorted(set(d) - set(names) - set(RUN_FIELDS))
         if missing or unknown:
             raise InvalidInput("record fields", {"missing": missing, "unknown": unknown},
@@ -244,7 +314,8 @@ class EpisodeRecord:
                              preds, probs, outs, ActiveSummary.from_dict(d["a_obs"], w),
                              None if ref is None else ReferenceChoice(**ref), dict(d["visible"]), dict(d["d_star"]),
                              tuple(d["anchor"]), tuple(d["start"]),
-                             None if d.get("social") is None else SocialSummary.from_dict(d["social"], w))
+                             None if d.get("social") is None else SocialSummary.from_dict(d["social"], w),
+                             None if d.get("streams") is None else AffectStreams.from_dict(d["streams"], w))
 
     def to_dict(self) -> dict:
         """The JSON form stored in the results store."""
@@ -253,7 +324,8 @@ class EpisodeRecord:
                 "predictions": self.predictions, "probs": self.probs, "outcomes": self.outcomes,
                 "a_obs": self.a_obs.to_dict(), "p_ref": None if self.p_ref is None else asdict(self.p_ref),
                 "visible": self.visible, "d_star": self.d_star, "anchor": list(self.anchor), "start": list(self.start),
-                **({} if self.social is None else {"social": self.social.to_dict()})}
+                **({} if self.social is None else {"social": self.social.to_dict()}),
+                **({} if self.streams is None else {"streams": self.streams.to_dict()})}
 
 
 def comparable(stored: dict) -> dict:

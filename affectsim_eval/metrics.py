@@ -23,7 +23,15 @@ from typing import Any
 import numpy as np
 
 from affectsim_bridge.navigable import NavigableSpace
+from affectsim_core.affect import segments_from_windows
 from affectsim_core.errors import InvalidInput
+from affectsim_eval.affect_metrics import (
+    mean_tiou,
+    segment_count_accuracy,
+    segment_emotion_accuracy,
+    transition_scores,
+    vad_scores,
+)
 from affectsim_core.protocol import EMOTIONS, ESPL_RADII
 from affectsim_core.record import Diagnostics, EpisodeRecord
 from affectsim_core.registry import Registry
@@ -402,6 +410,80 @@ class Table6(Metric):
         if not records:
             raise InvalidInput("records", list(records), "at least one paired episode record")
         return table6([r.a_obs.diagnostics for r in records])
+
+
+# ------------------------------------------------------------------------------ evolving affect
+MIN_SEGMENT_S = 1.0  # predicted runs shorter than this merge into a neighbour (a one-window flicker is no segment)
+
+
+def _streamed(records: Sequence[EpisodeRecord]) -> list[EpisodeRecord]:
+    """The records with window streams (evolving episodes), checked to hold the same recognizers and settings."""
+    out = [r for r in records if r.streams is not None]
+    if out:
+        layout = {rec: sorted(s) for rec, s in out[0].streams.labels.items()}
+        for r in out[1:]:
+            if {rec: sorted(s) for rec, s in r.streams.labels.items()} != layout:
+                raise InvalidInput("streams.labels", sorted(r.streams.labels), f"the layout of the other records "
+                                   f"({layout})", where=r.episode_id)
+    return out
+
+
+def _segment_pairs(records: Sequence[EpisodeRecord], rec: str, setting: str) -> tuple[list, list]:
+    true, pred = [], []
+    for r in records:
+        st = r.streams
+        true.append(st.segments)
+        labels = [None if x is None else EMOTIONS.index(x) for x in st.labels[rec][setting]]
+        pred.append(segments_from_windows(st.times, labels, st.start, st.end, MIN_SEGMENT_S))
+    return true, pred
+
+
+@METRICS.register("affect_segments")
+class AffectSegments(Metric):
+    id = "affect_segments"
+    description = "Evolving episodes: segment-count accuracy, mean tIoU, segment emotion accuracy per recognizer and setting."
+
+    def compute(self, records: Sequence[EpisodeRecord]) -> dict:
+        rs = _streamed(records)
+        out: dict = {}
+        for rec, by in (rs[0].streams.labels.items() if rs else ()):
+            out[rec] = {}
+            for s in by:
+                t, p = _segment_pairs(rs, rec, s)
+                out[rec][s] = {"count_accuracy": segment_count_accuracy(t, p), "mean_tiou": mean_tiou(t, p),
+                               "emotion_accuracy": segment_emotion_accuracy(t, p), "episodes": len(rs)}
+        return out
+
+
+@METRICS.register("affect_transitions")
+class AffectTransitions(Metric):
+    id = "affect_transitions"
+    description = "Evolving episodes: transition detection F1 within +-1 s and mean detection delay (s)."
+
+    def compute(self, records: Sequence[EpisodeRecord]) -> dict:
+        rs = _streamed(records)
+        return {rec: {s: transition_scores(*_segment_pairs(rs, rec, s)) for s in by}
+                for rec, by in (rs[0].streams.labels.items() if rs else ())}
+
+
+@METRICS.register("affect_vad")
+class AffectVAD(Metric):
+    id = "affect_vad"
+    description = "Evolving episodes: Spearman, Pearson and concordance correlation of predicted and true VAD per dimension."
+
+    def compute(self, records: Sequence[EpisodeRecord]) -> dict:
+        rs = _streamed(records)
+        out: dict = {}
+        for rec, by in (rs[0].streams.pred_vad.items() if rs else ()):
+            out[rec] = {}
+            for s in by:
+                pairs = [(t, p) for r in rs for t, p in zip(r.streams.vad, r.streams.pred_vad[rec][s]) if p is not None]
+                if len(pairs) < 2:
+                    out[rec][s] = {"windows": len(pairs)}
+                    continue
+                t, p = map(np.array, zip(*pairs))
+                out[rec][s] = {**vad_scores(t, p), "windows": len(pairs)}
+        return out
 
 
 def compute_all(records: Sequence[EpisodeRecord], ids: Iterable[str] | None = None) -> dict[str, dict]:

@@ -86,6 +86,7 @@ def summarize(records: Sequence[EpisodeRecord]) -> dict:
         if models else {},
         "family": family,
         "social": social_by_emotion(records),  # {} unless people were reactive
+        "affect": {k: m[f"affect_{k}"] for k in ("segments", "transitions", "vad")},  # {} without evolving episodes
     }
 
 
@@ -220,6 +221,8 @@ def render(s: dict, meta: dict, failures: list[tuple[str, str]], figures: dict[s
         lines += [_table(["family", "episodes", *(NAMES[x] for x in shown if x != "p_init")], rows), ""]
     if s["social"]:
         lines += _social_section(s, group[0] if group else None, figures)
+    if s["affect"]["segments"]:
+        lines += _affect_section(s)
     if "maps" in figures:
         lines += ["## Example trajectories (Fig. 6)", "", f"![trajectories]({figures['maps']})", ""]
     if failures:
@@ -249,6 +252,40 @@ def _social_section(s: dict, group: str | None, figures: dict[str, str]) -> list
                       "personal %", "contacts"], rows), ""]
     if "social" in figures:
         lines += [f"![gain against disturbance]({figures['social']})", ""]
+    return lines
+
+
+def _num(v: float | None, nd: int = 2) -> str:
+    return "–" if v is None else f"{v:.{nd}f}"
+
+
+def _affect_section(s: dict) -> list[str]:
+    """Tables of the evolving episodes: segments and transitions, then VAD, paired settings as columns."""
+    a = s["affect"]
+    shown = [x for x in s["settings"] if x in next(iter(a["segments"].values()))]
+    n = next(iter(next(iter(a["segments"].values())).values()))["episodes"]
+    lines = ["## Evolving affect: segments and transitions", "",
+             f"{n} evolving episodes; one label per window of 8 frames (4 Hz) over the same interval in every setting; "
+             "percentages except the delay (s, negative: early). Segment measures as DAR (count accuracy, mean tIoU, "
+             "emotion accuracy at tIoU >= 0.5), transitions matched within ±1 s (docs/affect.md).", ""]
+    rows = []
+    for rec, by in a["segments"].items():
+        tr = a["transitions"][rec]
+        rows += [[rec, "segment count acc.", *(_pct(by[x]["count_accuracy"]) for x in shown)],
+                 [rec, "mean tIoU", *(_pct(by[x]["mean_tiou"]) for x in shown)],
+                 [rec, "segment emotion acc.", *(_pct(by[x]["emotion_accuracy"]) for x in shown)],
+                 [rec, "transition F1 ±1 s", *(_pct(tr[x]["f1"]) for x in shown)],
+                 [rec, "detection delay s", *(_num(tr[x]["delay_s"]) for x in shown)]]
+    lines += [_table(["recognizer", "measure", *(NAMES[x] for x in shown)], rows), ""]
+    if a["vad"]:
+        lines += ["## Evolving affect: valence, arousal, dominance", "",
+                  "Over all windows with a rating: Lin's concordance (CCC) / Spearman / Pearson per dimension.", ""]
+        rows = []
+        for rec, by in a["vad"].items():
+            for dim in ("valence", "arousal", "dominance"):
+                rows.append([rec, dim, *("–" if dim not in by.get(x, {}) else " / ".join(_num(by[x][dim][k]) for k in
+                                         ("ccc", "spearman", "pearson")) for x in shown)])
+        lines += [_table(["recognizer", "dimension", *(NAMES[x] for x in shown)], rows), ""]
     return lines
 
 

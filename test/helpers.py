@@ -5,7 +5,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from affectsim_bridge.scene import parse_scene
-from affectsim_core.protocol import EMOTIONS
+from affectsim_core.protocol import EMOTIONS, SETTINGS
 from affectsim_core.record import EpisodeRecord
 
 A, F, H, N, S = EMOTIONS
@@ -80,7 +80,32 @@ def typed(records: list[dict]) -> list[EpisodeRecord]:
             "probs": {k: {s: [0.2] * 5 for s in v} for k, v in preds.items()},
             "outcomes": {k: {s: "ok" for s in v} for k, v in preds.items()},
             "a_obs": {"outcome": "handoff", "message": "", "trajectory": [], **r["a_obs"]},
-            "p_ref": None, "visible": {}, "d_star": r["d_star"], "anchor": [0.0, 0.0], "start": [0.0, 0.0, 0.0]}))
+            "p_ref": None, "visible": {}, "d_star": r["d_star"], "anchor": [0.0, 0.0], "start": [0.0, 0.0, 0.0],
+            **({"streams": r["streams"]} if "streams" in r else {})}))
+    return out
+
+
+ANGRY_VAD, HAPPY_VAD, SAD_VAD = [-0.51, 0.59, 0.25], [0.81, 0.51, 0.46], [-0.63, -0.27, -0.33]
+
+
+def evolving_records() -> list[dict]:
+    """Two evolving episodes, the worked example of docs/affect.md: windows every second over [0, 10);
+    1: angry then happy at 5 s, predicted with the change at 4 s; 2: sad throughout, predicted sad
+    then neutral from 3 s. Recognizer "a" also rates VAD (truth + 0.1 valence; one window without)."""
+    times = [k + 0.5 for k in range(10)]
+    eps = [("angry", [[0, 5, A], [5, 10, H]], [A] * 4 + [H] * 6, [ANGRY_VAD] * 5 + [HAPPY_VAD] * 5),
+           ("sad", [[0, 10, S]], [S] * 3 + [N] * 7, [SAD_VAD] * 10)]
+    out = []
+    for i, (label, segs, pred, vad) in enumerate(eps):
+        rated = [[v[0] + 0.1, v[1], v[2]] for v in vad]
+        rated[3] = None if i == 1 else rated[3]
+        labels = {rec: {x: pred for x in SETTINGS} for rec in ("a", "b")}
+        out.append({"episode_id": f"ev{i}", "family": "evolving", "label": segs[-1][2],
+                    "predictions": {rec: {x: pred[-1] for x in SETTINGS} for rec in ("a", "b")},
+                    "a_obs": {"path_length": 1.0, "fallback": False, "diagnostics": _diag(True, 1.0, 1.0, False, 4, 0)},
+                    "d_star": {"1": 1.0, "3": None, "5": None},
+                    "streams": {"start": 0.0, "end": 10.0, "times": times, "segments": segs, "vad": vad,
+                                "labels": labels, "pred_vad": {"a": {"p_init": rated, "a_obs": rated}}}})
     return out
 
 

@@ -1,16 +1,17 @@
 """Benchmark metrics (PROTOCOL.md section 8): hand-computed cases, d* against brute force, the registry."""
 
+import json
 import math
 
 import numpy as np
 import pytest
-from helpers import box_room, hand_made_records, typed
+from helpers import box_room, evolving_records, hand_made_records, typed
 
 from affectsim_bridge.navigable import NavigableSpace
 from affectsim_bridge.scene import load_scene, parse_scene
 from affectsim_bridge.scene_generator import generate_scene
 from affectsim_core.errors import InvalidInput
-from affectsim_core.protocol import EMOTIONS
+from affectsim_core.protocol import EMOTIONS, SETTINGS
 from affectsim_eval.metrics import (
     METRICS,
     active_gain,
@@ -277,7 +278,8 @@ def test_ogr_needs_the_three_settings(records):
 
 def test_registry_ids_are_stable_and_unique():
     assert METRICS.names() == sorted(["macro_f1", "per_class_recall", "active_gain", "ogr", "recovery_rate",
-                                      "e_spl@1", "e_spl@3", "e_spl@5", "table6"])
+                                      "e_spl@1", "e_spl@3", "e_spl@5", "table6", "affect_segments",
+                                      "affect_transitions", "affect_vad"])
     for name in METRICS.names():
         metric = METRICS.create(name)
         assert metric.id == name
@@ -287,3 +289,47 @@ def test_registry_ids_are_stable_and_unique():
         METRICS.get("e_spl@2")
     with pytest.raises(KeyError, match="already registered"):
         METRICS.register("ogr")(object)
+
+
+def test_evolving_affect_metrics_on_the_worked_example():
+    records = typed(evolving_records())
+    seg = METRICS.create("affect_segments").compute(records)
+    assert set(seg) == {"a", "b"} and set(seg["a"]) == set(SETTINGS)
+    assert seg["a"]["p_init"] == pytest.approx({"count_accuracy": 0.5, "mean_tiou": (0.8 + 5 / 6) / 4 + 0.35,
+                                                "emotion_accuracy": 2 / 3, "episodes": 2})
+    tr = METRICS.create("affect_transitions").compute(records)["b"]["a_obs"]
+    assert (tr["tp"], tr["fp"], tr["fn"]) == (1, 1, 0) and tr["f1"] == pytest.approx(2 / 3)
+    assert tr["delay_s"] == pytest.approx(-1.0)
+    vad = METRICS.create("affect_vad").compute(records)
+    assert set(vad) == {"a"}  # only "a" rates VAD
+    v = vad["a"]["p_init"]
+    assert v["windows"] == 19  # one window without a rating is left out
+    assert v["valence"]["pearson"] == pytest.approx(1) and v["valence"]["spearman"] == pytest.approx(1)
+    assert 0.9 < v["valence"]["ccc"] < 1  # the 0.1 offset costs concordance, not correlation
+    assert v["arousal"]["ccc"] == pytest.approx(1)
+    plain = typed(hand_made_records())  # no evolving episode: nothing to measure
+    assert all(METRICS.create(m).compute(plain) == {} for m in ("affect_segments", "affect_transitions", "affect_vad"))
+
+
+def test_streams_are_validated_naming_the_field():
+    good = evolving_records()[0]
+    for edit, field in ((lambda s: s.update(times=s["times"][::-1]), "streams.times"),
+                        (lambda s: s.update(segments=[[0, 4, "angry"], [5, 10, "happy"]]), r"segments\[1\]"),
+                        (lambda s: s.update(segments=[[0, 9, "angry"]]), "streams.segments"),
+                        (lambda s: s.update(vad=s["vad"][:3]), "streams.vad"),
+                        (lambda s: s["labels"]["a"].update(p_init=["bored"] * 10), r"streams.labels\['a'\]"),
+                        (lambda s: s["pred_vad"]["a"].update(p_init=[[2, 0, 0]] * 10), r"streams.pred_vad\['a'\]")):
+        bad = json.loads(json.dumps(good))
+        edit(bad["streams"])
+        with pytest.raises(InvalidInput, match=field):
+            typed([bad])
+
+
+def test_report_shows_evolving_affect_tables_only_with_evolving_episodes():
+    from affectsim_eval.report import render, summarize
+
+    text = render(summarize(typed(hand_made_records() + evolving_records())), {}, [], {})
+    assert "## Evolving affect: segments and transitions" in text and "| a | mean tIoU | 75.8 |" in text
+    assert "| b | detection delay s | -1.00 | -1.00 | -1.00 | -1.00 |" in text
+    assert "| a | valence | 0.99 / 1.00 / 1.00 | – | – | 0.99 / 1.00 / 1.00 |" in text  # "a" rates P-Init, A-Obs
+    assert "Evolving affect" not in render(summarize(typed(hand_made_records())), {}, [], {})

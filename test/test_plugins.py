@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 import pytest
-from helpers import Server, hand_made_records, typed
+from helpers import Server, evolving_records, hand_made_records, typed
 
 import affectsim_nav  # noqa: F401  (registers the shipped policies)
 import affectsim_perception  # noqa: F401  (registers the person detectors and recognizers)
@@ -170,7 +170,7 @@ def _recognizer(name, world, vlm_server):
 def _metric(name):
     metric = METRICS.create(name)
     assert metric.id == name and metric.description and "\n" not in metric.description
-    records = typed(hand_made_records())
+    records = typed(hand_made_records() + evolving_records())  # evolving ones carry window streams
     out, again = metric.compute(records), metric.compute(records)
     assert out == again
 
