@@ -13,6 +13,9 @@ For an episode and an :class:`~affectsim_eval.worlds.EvalWorld` (in-process or t
    reference observer's choice, the visible-body fractions and d*(r), floats rounded so that
    records compare exactly.
 
+An evolving episode (the target's clip changes emotion) is also observed as window streams over
+one interval in every setting (:mod:`affectsim_eval.streams`); the record gains ``streams``.
+
 With reactive people (``humans="reactive"``) the passive settings show them reacting to the robot
 standing at x0 (the virtual cameras of P-Ref and P-Mon are never noticed), A-Obs shows them reacting
 to the robot's acquisition, and the record gains the social measures
@@ -30,13 +33,14 @@ from affectsim_bridge.navigable import NavigableSpace
 from affectsim_bridge.scene import Scene
 from affectsim_core.clips import clip_times, sample_indices
 from affectsim_core.episode import Episode
-from affectsim_core.protocol import ESPL_RADII, PASSIVE_SETTINGS, SETTINGS
-from affectsim_core.record import ActiveSummary, EpisodeRecord, ReferenceChoice, SocialSummary
+from affectsim_core.protocol import CLIP_FRAMES, ESPL_RADII, PASSIVE_SETTINGS, SETTINGS, STEP_SECONDS
+from affectsim_core.record import ActiveSummary, AffectStreams, EpisodeRecord, ReferenceChoice, SocialSummary
 from affectsim_core.timing import NULL, StageTimes
 from affectsim_eval.metrics import d_star
 from affectsim_eval.passive import passive_views, placements, visible_fraction
 from affectsim_eval.reference import ReferencePlan
 from affectsim_eval.social import replay_reactions, social_summary
+from affectsim_eval.streams import is_evolving, stream_times, streams_record
 from affectsim_eval.worlds import Acquisition, EvalWorld
 from affectsim_perception.recognizers.base import Prediction
 
@@ -72,8 +76,15 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
     poses = {s: p for s, (_f, p) in rendered.items()}
     lens = {s: views[s][0].intrinsics(g.head_intrinsics) for s in PASSIVE_SETTINGS}  # P-Mon: the monitor's
     visible = {s: visible_fraction(g, full[idx], poses[s], lens[s]) for s in PASSIVE_SETTINGS}
+    streamed = is_evolving(target)
+    if streamed:  # the same interval in every setting, P-Ref planned over the stream's times
+        st = stream_times(target)
+        with times("passive"):
+            sviews, _ = passive_views(ep, g, scene, st, np.arange(len(st)))
+            stream = {s: (world.render(sviews[s])[0], st) for s in PASSIVE_SETTINGS}
     world.load(ep, scene, people, humans)  # time and pose back to the episode start for A-Obs
-    acq = world.acquire(ep, len(full), max_actions, max_planner_calls)
+    acq = world.acquire(ep, len(full), max_actions, max_planner_calls,
+                        stream_until=float(st[-1] + STEP_SECONDS / 2) if streamed else None)
     social = None
     if humans == "reactive":
         replay_reactions(g, scene, ep.start, people, ep.seed, acq.trajectory)
@@ -86,14 +97,23 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
     visible = {s: visible[s] for s in SETTINGS}
     with times("recognition"):
         preds = {s: world.recognize(frames[s]) for s in SETTINGS}
+        streams = None
+        if streamed:
+            names = sorted(preds["p_init"])
+            if acq.stream_frames is not None and len(acq.stream_frames) >= CLIP_FRAMES:
+                stream["a_obs"] = (acq.stream_frames, acq.stream_times)
+            windowed = {s: world.recognize_stream(*stream[s]) if s in stream else {n: [] for n in names}
+                        for s in SETTINGS}
+            streams = streams_record(target, st, windowed, world.vad_recognizers())
     with times("d_star"):
-        record = episode_record(ep, preds, acq, fallback, plan, visible, g.navigable, social)
+        record = episode_record(ep, preds, acq, fallback, plan, visible, g.navigable, social, streams)
     return EvaluatedEpisode(record, frames)
 
 
 def episode_record(ep: Episode, predictions: Mapping[str, Mapping[str, Prediction]], acq: Acquisition,
                    fallback: bool, plan: ReferencePlan | None, visible: Mapping[str, float],
-                   nav: NavigableSpace, social: SocialSummary | None = None) -> EpisodeRecord:
+                   nav: NavigableSpace, social: SocialSummary | None = None,
+                   streams: AffectStreams | None = None) -> EpisodeRecord:
     """The paired record of one episode from ``predictions[setting][recognizer]``, the acquisition and
     the reference observer's ``plan``; d*(r) is computed on ``nav`` (the static navmesh)."""
     target = ep.target
@@ -118,4 +138,4 @@ def episode_record(ep: Episode, predictions: Mapping[str, Mapping[str, Predictio
         p_ref=None if plan is None else ReferenceChoice(plan.frame, _r(plan.distance), _r(plan.angle)),
         visible={s: _r(v, 4) for s, v in visible.items()},
         d_star=dstar, anchor=(_r(anchor[0]), _r(anchor[1])),
-        start=(_r(start[0]), _r(start[1]), _r(ep.start.yaw)), social=social)
+        start=(_r(start[0]), _r(start[1]), _r(ep.start.yaw)), social=social, streams=streams)

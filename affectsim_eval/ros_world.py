@@ -27,7 +27,7 @@ from affectsim_bridge.scene import Scene
 from affectsim_bridge.views import View
 from affectsim_core.clips import sample_indices
 from affectsim_core.episode import Episode
-from affectsim_core.errors import AffectSimError
+from affectsim_core.errors import AffectSimError, InvalidInput
 from affectsim_core.protocol import CLIP_SIZE, Outcome
 from affectsim_core.ros import calls
 from affectsim_core.ros.action_client import ActionClient
@@ -45,7 +45,7 @@ from affectsim_eval.worlds import Acquisition
 from affectsim_interfaces.action import AcquireObservation, Recognize
 from affectsim_interfaces.msg import HumanPlacement as HumanMsg
 from affectsim_interfaces.srv import LoadWorld, RenderViews
-from affectsim_perception.recognizers.base import Prediction
+from affectsim_perception.recognizers.base import Prediction, StreamInput
 
 
 class GraphError(AffectSimError, RuntimeError):
@@ -135,7 +135,12 @@ class RosEvalWorld:
         return (np.stack([image_to_array(f) for f in res.frames]),
                 np.stack([matrix_from_pose_msg(p) for p in res.camera_poses]))
 
-    def acquire(self, ep: Episode, clip_frames: int, max_actions: int, max_planner_calls: int) -> Acquisition:
+    def acquire(self, ep: Episode, clip_frames: int, max_actions: int, max_planner_calls: int,
+                stream_until: float | None = None) -> Acquisition:
+        if stream_until is not None:  # refused before the goal is sent, so no episode is half evaluated
+            raise InvalidInput("episode", ep.episode_id, "an episode whose target keeps one emotion: the nav node's "
+                               "AcquireObservation result has no A-Obs stream yet, so evolving episodes are "
+                               "evaluated in-process (`affectsim eval`)")
         goal = AcquireObservation.Goal(episode_id=ep.episode_id, policy=self.policy,
                                        target_description=ep.target_description, clip_frames=clip_frames,
                                        max_actions=max_actions, max_planner_calls=max_planner_calls)
@@ -169,6 +174,18 @@ class RosEvalWorld:
             raise GraphError(f"perception recognize: {res.message}")
         return {p.recognizer: Prediction(np.array(p.probs, float), p.label or None, p.outcome, p.detail)
                 for p in res.predictions}
+
+    def recognize_stream(self, frames: np.ndarray, times: np.ndarray) -> dict[str, list[tuple[float, Prediction]]]:
+        """One Recognize goal per window of 8 consecutive frames."""
+        out: dict[str, list[tuple[float, Prediction]]] = {}
+        for t, clip in StreamInput(np.ascontiguousarray(frames), np.asarray(times, float)).windows():
+            for name, p in self.recognize(clip.frames).items():
+                out.setdefault(name, []).append((t, p))
+        return out
+
+    def vad_recognizers(self) -> list[str]:
+        """None: the perception node's Recognize result carries no VAD yet."""
+        return []
 
     # ------------------------------------------------------------------ requests
     def _service(self, cli, req, what: str, first_attempt: float = calls.FIRST_ATTEMPT_S):

@@ -28,7 +28,7 @@ from affectsim_core.timing import NULL, StageTimes
 from affectsim_eval.passive import episode_info
 from affectsim_nav.active import run_active
 from affectsim_nav.policy import Policy
-from affectsim_perception.recognizers.base import ClipInput, Prediction, Recognizer
+from affectsim_perception.recognizers.base import ClipInput, Prediction, Recognizer, StreamInput
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,8 @@ class Acquisition:
     frames: np.ndarray | None = None
     camera_poses: np.ndarray | None = None
     times: np.ndarray | None = None
+    stream_frames: np.ndarray | None = None  # (N, 224, 224, 3) head-camera frames before stream_until
+    stream_times: np.ndarray | None = None  # (N,) their sim times (s)
 
 
 class EvalWorld(Protocol):
@@ -61,12 +63,20 @@ class EvalWorld(Protocol):
         """The recognizer-size frames (N, 224, 224, 3) uint8 and optical-frame poses (N, 4, 4) of
         ``views``; the episode's state is left untouched."""
 
-    def acquire(self, ep: Episode, clip_frames: int, max_actions: int, max_planner_calls: int) -> Acquisition:
+    def acquire(self, ep: Episode, clip_frames: int, max_actions: int, max_planner_calls: int,
+                stream_until: float | None = None) -> Acquisition:
         """Run the active observation from the loaded state until ``clip_frames`` full-rate frames are
-        collected after a stable handoff, the budget is spent, or it fails."""
+        collected after a stable handoff, the budget is spent, or it fails; with ``stream_until`` (s)
+        also return every head-camera observation before then (an evolving episode's stream)."""
 
     def recognize(self, frames: np.ndarray) -> dict[str, Prediction]:
         """Every configured recognizer's prediction for one clip (8, 224, 224, 3)."""
+
+    def recognize_stream(self, frames: np.ndarray, times: np.ndarray) -> dict[str, list[tuple[float, Prediction]]]:
+        """Every configured recognizer's (window centre, prediction) over a stream (N, 224, 224, 3)."""
+
+    def vad_recognizers(self) -> list[str]:
+        """The configured recognizers whose predictions carry VAD."""
 
 
 def recognize(recognizers: Mapping[str, Recognizer], frames: np.ndarray) -> dict[str, Prediction]:
@@ -79,6 +89,19 @@ def recognize(recognizers: Mapping[str, Recognizer], frames: np.ndarray) -> dict
             out[name] = rec.predict(inp)
         except Exception as exc:  # noqa: BLE001 - recorded, the episode goes on
             out[name] = Prediction.failed("error", f"{type(exc).__name__}: {exc}")
+    return out
+
+
+def recognize_stream(recognizers: Mapping[str, Recognizer], frames: np.ndarray,
+                     times: np.ndarray) -> dict[str, list[tuple[float, Prediction]]]:
+    """Every recognizer over the windows of one stream; a failing one gives "error" predictions."""
+    inp = StreamInput(np.ascontiguousarray(frames), np.asarray(times, float))
+    out = {}
+    for name, rec in recognizers.items():
+        try:
+            out[name] = rec.predict_stream(inp)
+        except Exception as exc:  # noqa: BLE001 - recorded, the episode goes on
+            out[name] = [(t, Prediction.failed("error", f"{type(exc).__name__}: {exc}")) for t, _ in inp.windows()]
     return out
 
 
@@ -116,17 +139,28 @@ class InProcessWorld:
         frames, poses = render_views(self.backend, views, CLIP_SIZE)
         return np.stack(frames), poses
 
-    def acquire(self, ep: Episode, clip_frames: int, max_actions: int, max_planner_calls: int) -> Acquisition:
+    def acquire(self, ep: Episode, clip_frames: int, max_actions: int, max_planner_calls: int,
+                stream_until: float | None = None) -> Acquisition:
         active = run_active(SimulatorWorld(self.backend, self.times), episode_info(ep, self.backend.navigable),
-                            self.policy, clip_frames, max_actions, max_planner_calls, times=self.times)
+                            self.policy, clip_frames, max_actions, max_planner_calls, times=self.times,
+                            stream_until=stream_until)
         traj = [(x, y, yaw) for _t, x, y, yaw in active.log.trajectory]
-        acq = Acquisition(active.outcome, active.message, active.log.diagnostics(), traj)
+        stream = {}
+        if stream_until is not None and active.stream:
+            stream = {"stream_frames": np.stack([f for _, f in active.stream]),
+                      "stream_times": np.array([t for t, _ in active.stream])}
         clip = active.clip
         if clip is None:
-            return acq
+            return Acquisition(active.outcome, active.message, active.log.diagnostics(), traj, **stream)
         idx = sample_indices(len(clip.frames))
-        return Acquisition(acq.outcome, acq.message, acq.diagnostics, traj, clip.sampled(), clip.camera_poses[idx],
-                           clip.times[idx])
+        return Acquisition(active.outcome, active.message, active.log.diagnostics(), traj, clip.sampled(),
+                           clip.camera_poses[idx], clip.times[idx], **stream)
 
     def recognize(self, frames: np.ndarray) -> dict[str, Prediction]:
         return recognize(self.recognizers, frames)
+
+    def recognize_stream(self, frames: np.ndarray, times: np.ndarray) -> dict[str, list[tuple[float, Prediction]]]:
+        return recognize_stream(self.recognizers, frames, times)
+
+    def vad_recognizers(self) -> list[str]:
+        return sorted(n for n, r in self.recognizers.items() if r.estimates_vad)

@@ -19,7 +19,7 @@ from typing import Callable, Protocol, runtime_checkable
 import numpy as np
 
 from affectsim_core.actions import Action
-from affectsim_core.clips import Clip, sample_indices
+from affectsim_core.clips import Clip, resize, sample_indices
 from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.protocol import Outcome
 from affectsim_core.timing import NULL, StageTimes
@@ -55,21 +55,25 @@ class ClipStream(Protocol):
 
 @dataclass
 class ActiveResult:
-    """One A-Obs run: executor log, the collected clip (None without handoff), outcome and why."""
+    """One A-Obs run: executor log, the collected clip (None without handoff), outcome and why, and
+    (with ``stream_until``) the stream: every observation's stamp (s) and 224x224 RGB frame before it."""
 
     log: ExecutionLog
     clip: Clip | None
     outcome: Outcome
     message: str = ""
     stages: list[str] = field(default_factory=list)
+    stream: list[tuple[float, np.ndarray]] = field(default_factory=list)
 
 
 class ActiveEpisode:
     """Policy + executor + world for one episode; :meth:`run` advances it to a stage boundary."""
 
     def __init__(self, world, info: EpisodeInfo, policy: Policy, max_actions: int = 480, max_planner_calls: int = 80,
-                 mover: GoalMover | None = None, times: StageTimes = NULL) -> None:
+                 mover: GoalMover | None = None, times: StageTimes = NULL, stream_until: float | None = None) -> None:
         self.world, self.policy, self.mover, self.timer = world, policy, mover, times
+        self.stream_until = stream_until  # s: keep every observation before it (evolving episodes' A-Obs stream)
+        self.stream: list[tuple[float, np.ndarray]] = []  # (stamp s, 224x224 RGB) of every observation kept
         self.ex = ActionExecutor(world, max_actions, max_planner_calls)
         self.planner = GridPlanner(info, self.ex.count_planner_call, times=times)
         self.times: list[float] = []  # sim time (s) of every clip frame collected since the handoff
@@ -83,6 +87,7 @@ class ActiveEpisode:
         self.message = ""
         self.last: Decision | None = None
         self.obs = world.observe(0)
+        self._keep(self.obs)
         self.ex.start(self.obs.pose)
         try:
             policy.reset(info, self.planner)
@@ -186,6 +191,7 @@ class ActiveEpisode:
             obs = self.world.wait_moved(self.obs, self.ex, lambda: self.mover.finished() is not None)
             if obs is not None:  # one 0.25 s step of external motion
                 self.obs = obs
+                self._keep(obs)
                 return
             self.moving = False  # the navigator finished: report it, then one primitive STOP
             self.policy.on_goal_result(bool(self.mover.finished()))
@@ -200,6 +206,12 @@ class ActiveEpisode:
                 self.path, self._stuck = None, 0
                 self.policy.on_goal_result(False)
         self.obs = self.world.observe(len(self.log.actions))
+        self._keep(self.obs)
+
+    def _keep(self, obs: Observation) -> None:
+        """Add ``obs`` to the stream (at the recognizer's size) while its stamp is before ``stream_until``."""
+        if self.stream_until is not None and obs.stamp < self.stream_until - 1e-9:
+            self.stream.append((float(obs.stamp), resize(np.asarray(obs.rgb))))
 
     def _resolve(self, decision: Decision) -> Action:
         if decision.action is not None:
@@ -228,15 +240,17 @@ class ActiveEpisode:
         clip = (Clip("a_obs", np.array([self.times[i] for i, _, _ in self.kept]), [f for _, f, _ in self.kept],
                      np.array([p for _, _, p in self.kept]).reshape(-1, 4, 4))
                 if self.outcome == Outcome.HANDOFF else None)
-        return ActiveResult(self.log, clip, self.outcome or Outcome.ABORTED, self.message, self.stages)
+        return ActiveResult(self.log, clip, self.outcome or Outcome.ABORTED, self.message, self.stages, self.stream)
 
 
 def run_active(world, info: EpisodeInfo, policy: Policy, n_clip: int, max_actions: int = 480,
                max_planner_calls: int = 80, cancelled: Callable[[], bool] = lambda: False,
-               mover: GoalMover | None = None, times: StageTimes = NULL) -> ActiveResult:
+               mover: GoalMover | None = None, times: StageTimes = NULL,
+               stream_until: float | None = None) -> ActiveResult:
     """Run ``policy`` from the world's current state until the clip of ``n_clip`` frames is collected
-    after a stable handoff, the acquisition budget is spent, the policy fails, or ``cancelled()``."""
-    ep = ActiveEpisode(world, info, policy, max_actions, max_planner_calls, mover, times)
+    after a stable handoff, the acquisition budget is spent, the policy fails, or ``cancelled()``;
+    with ``stream_until`` (s) every observation before it is kept as the A-Obs stream."""
+    ep = ActiveEpisode(world, info, policy, max_actions, max_planner_calls, mover, times, stream_until)
     if ep.outcome is None:
         ep.run("clip", n_clip, cancelled)
     return ep.result()

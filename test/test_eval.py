@@ -340,3 +340,51 @@ def test_local_ray_cluster_listens_on_loopback_only():
         assert all(c.laddr.ip in ("127.0.0.1", "::ffff:127.0.0.1") for c in listening), listening
     finally:
         ray.shutdown()
+
+
+def test_an_evolving_episode_is_observed_as_window_streams_over_one_interval_in_every_setting(small_data, monkeypatch):
+    import numpy as np
+    from helpers import Server
+
+    from affectsim_bridge.humans.library import Library
+    from affectsim_core.protocol import SETTINGS
+    from affectsim_core.record import EpisodeRecord
+    from affectsim_eval.metrics import compute_all
+
+    data, _ = small_data
+    lib = Library(data / "motions")
+    clip = lib.select(family="evolving")[0]
+    motion = lib.load(clip["id"])
+    base = next(e for e in load_split("test", data / "episodes") if e.family == "observation_controlled")
+    humans = tuple(replace(h, motion_id=clip["id"], phase=0.0) if h.role == "target" else h for h in base.humans)
+    ep = replace(base, humans=humans, emotion=clip["emotion"], episode_id=f"{base.episode_id}_evolving")
+    server = Server()  # a VLM endpoint that rates VAD, its answers varying with the request order
+    server.script = [(200, json.dumps({"emotion": "sad" if k % 3 else "happy", "valence": round(0.1 * (k % 7) - 0.3, 2),
+                                       "arousal": 0.2, "dominance": -0.1}), 0.0) for k in range(2000)]
+    monkeypatch.setenv("AFFECTSIM_VLM_URL", server.url)
+    w = EpisodeWorker(EvalConfig(recognizers=("majority", "vlm-openai")).as_dict(), str(data))
+    try:
+        res = w.run(ep)
+        assert res.status == "ok", res.reason
+        st = res.record.streams
+        assert st.start == 0 and st.times[0] == 0.875 and np.allclose(np.diff(st.times), 0.25)  # 8-frame windows at 4 Hz
+        assert st.end >= motion.loop_start / motion.fps + 2.0  # past every transition into the held state
+        assert [s.emotion for s in st.segments] == [s.emotion for s in motion.segments]
+        assert st.segments[1].start == pytest.approx(motion.segments[1].start, abs=1e-4)  # phase 0: clip time
+        assert len(st.vad) == len(st.times) and st.vad[0] == pytest.approx(tuple(motion.frame_vad[26]), abs=1e-5)
+        for rec in ("majority", "vlm-openai"):
+            assert set(st.labels[rec]) == set(SETTINGS)
+            assert all(len(v) == len(st.times) for v in st.labels[rec].values())
+        majority = res.record.predictions["majority"]["p_init"]
+        assert set(st.labels["majority"]["p_init"]) == {majority}  # every window labelled, by the same rule
+        assert set(st.pred_vad) == {"vlm-openai"} and {v[1] for v in st.pred_vad["vlm-openai"]["p_ref"]} == {0.2}
+        seen = [x is not None for x in st.labels["majority"]["a_obs"]]
+        assert seen[0] and all(seen)  # A-Obs: the robot's own camera from the start, searching then following
+        assert EpisodeRecord.from_dict(json.loads(json.dumps(res.record.to_dict()))) == res.record
+        scores = compute_all([res.record], ["affect_segments", "affect_transitions", "affect_vad"])
+        assert scores["affect_segments"]["majority"]["p_init"]["count_accuracy"] == 0  # one label: no change found
+        assert scores["affect_vad"]["vlm-openai"]["a_obs"]["windows"] == len(st.times)
+        assert comparable(w.run(ep).stored()) == comparable(res.stored())  # the same episode, the same record
+    finally:
+        w.close()
+        server.close()
