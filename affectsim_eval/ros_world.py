@@ -27,7 +27,7 @@ from affectsim_bridge.scene import Scene
 from affectsim_bridge.views import View
 from affectsim_core.clips import sample_indices
 from affectsim_core.episode import Episode
-from affectsim_core.errors import AffectSimError, InvalidInput
+from affectsim_core.errors import AffectSimError
 from affectsim_core.protocol import CLIP_SIZE, Outcome
 from affectsim_core.ros import calls
 from affectsim_core.ros.action_client import ActionClient
@@ -45,7 +45,7 @@ from affectsim_eval.worlds import Acquisition
 from affectsim_interfaces.action import AcquireObservation, Recognize
 from affectsim_interfaces.msg import HumanPlacement as HumanMsg
 from affectsim_interfaces.srv import LoadWorld, RenderViews
-from affectsim_perception.recognizers.base import Prediction, StreamInput
+from affectsim_perception.recognizers.base import Prediction
 
 
 class GraphError(AffectSimError, RuntimeError):
@@ -54,6 +54,12 @@ class GraphError(AffectSimError, RuntimeError):
 
 ACTIVE = (GoalStatus.STATUS_ACCEPTED, GoalStatus.STATUS_EXECUTING, GoalStatus.STATUS_CANCELING)
 RENDER_ATTEMPT_S = 30.0  # s, first window of a RenderViews request before it is sent again (it may take seconds)
+
+
+def _prediction(p) -> Prediction:
+    """A RecognizerPrediction message as the in-process Prediction (VAD when it carries one)."""
+    return Prediction(np.array(p.probs, float), p.label or None, p.outcome, p.detail,
+                      np.array(p.vad, float) if len(p.vad) else None)
 
 
 class RosEvalWorld:
@@ -77,6 +83,7 @@ class RosEvalWorld:
                                      lambda m, k=key: self._status.__setitem__(k, m),
                                      qos_profile_action_status_default, callback_group=group)
         self.recognizers = list(recognizers)
+        self._vad: list[str] = []  # recognizers whose predictions rate VAD (from the last recognition)
         self.policy = policy
         self.timeout = timeout
         self._ids = calls.request_ids()
@@ -137,13 +144,10 @@ class RosEvalWorld:
 
     def acquire(self, ep: Episode, clip_frames: int, max_actions: int, max_planner_calls: int,
                 stream_until: float | None = None) -> Acquisition:
-        if stream_until is not None:  # refused before the goal is sent, so no episode is half evaluated
-            raise InvalidInput("episode", ep.episode_id, "an episode whose target keeps one emotion: the nav node's "
-                               "AcquireObservation result has no A-Obs stream yet, so evolving episodes are "
-                               "evaluated in-process (`affectsim eval`)")
         goal = AcquireObservation.Goal(episode_id=ep.episode_id, policy=self.policy,
                                        target_description=ep.target_description, clip_frames=clip_frames,
-                                       max_actions=max_actions, max_planner_calls=max_planner_calls)
+                                       max_actions=max_actions, max_planner_calls=max_planner_calls,
+                                       stream_until=float(stream_until or 0.0))
         if self.recorder is not None:
             self.recorder.start(ep.episode_id)
         try:
@@ -156,15 +160,19 @@ class RosEvalWorld:
             self.recorder.finish(list(res.clip_frames))
         if res.outcome in (Outcome.ABORTED, Outcome.CANCELLED, Outcome.POLICY_ERROR) and not res.trajectory:
             raise GraphError(f"nav acquire_observation: {res.outcome}: {res.message}")
+        stream = {}
+        if stream_until is not None and res.stream_frames:
+            stream = {"stream_frames": np.stack([image_to_array(m) for m in res.stream_frames]),
+                      "stream_times": np.array([from_time(t) for t in res.stream_stamps])}
         acq = Acquisition(Outcome(res.outcome), res.message, diagnostics_from_msg(res),
-                          [(p.x, p.y, p.theta) for p in res.trajectory])
+                          [(p.x, p.y, p.theta) for p in res.trajectory], **stream)
         if not res.clip_frames:
             return acq
         stamps = np.array([from_time(t) for t in res.clip_stamps])
         return Acquisition(acq.outcome, acq.message, acq.diagnostics, acq.trajectory,
                            np.stack([image_to_array(m) for m in res.clip_frames]),
                            np.stack([matrix_from_pose_msg(m) for m in res.clip_camera_poses]),
-                           stamps[sample_indices(len(stamps))])
+                           stamps[sample_indices(len(stamps))], **stream)
 
     def recognize(self, frames: np.ndarray) -> dict[str, Prediction]:
         goal = Recognize.Goal(recognizers=self.recognizers)
@@ -172,20 +180,26 @@ class RosEvalWorld:
         res = self._action(self.recognize_cli, goal, "recognize")
         if res.message and not res.predictions:
             raise GraphError(f"perception recognize: {res.message}")
-        return {p.recognizer: Prediction(np.array(p.probs, float), p.label or None, p.outcome, p.detail)
-                for p in res.predictions}
+        self._vad = sorted(p.recognizer for p in res.predictions if p.estimates_vad)
+        return {p.recognizer: _prediction(p) for p in res.predictions}
 
     def recognize_stream(self, frames: np.ndarray, times: np.ndarray) -> dict[str, list[tuple[float, Prediction]]]:
-        """One Recognize goal per window of 8 consecutive frames."""
+        """One stream Recognize goal: every recognizer's prediction for each 8-frame window."""
+        goal = Recognize.Goal(recognizers=self.recognizers, stream=True)
+        goal.frames = [image_msg(f, "rgb8", OPTICAL_FRAME, to_time(float(t))) for f, t in zip(frames, times)]
+        goal.stamps = [to_time(float(t)) for t in times]
+        res = self._action(self.recognize_cli, goal, "recognize")
+        if res.message and not res.predictions:
+            raise GraphError(f"perception recognize (stream): {res.message}")
         out: dict[str, list[tuple[float, Prediction]]] = {}
-        for t, clip in StreamInput(np.ascontiguousarray(frames), np.asarray(times, float)).windows():
-            for name, p in self.recognize(clip.frames).items():
-                out.setdefault(name, []).append((t, p))
+        per = len(res.predictions) // max(1, len(res.window_times))
+        for k, p in enumerate(res.predictions):
+            out.setdefault(p.recognizer, []).append((float(res.window_times[k // per]), _prediction(p)))
         return out
 
     def vad_recognizers(self) -> list[str]:
-        """None: the perception node's Recognize result carries no VAD yet."""
-        return []
+        """The recognizers whose predictions rated VAD in the last single-clip recognition."""
+        return list(self._vad)
 
     # ------------------------------------------------------------------ requests
     def _service(self, cli, req, what: str, first_attempt: float = calls.FIRST_ATTEMPT_S):

@@ -50,6 +50,7 @@ from affectsim_nav.base_control import EXECUTIONS, BaseLimits
 from affectsim_nav.ros_world import CMD_VEL_TOPICS, TOPICS, CmdVelWorld, RosWorld
 
 MAX_GOAL_COUNT = 100_000  # upper bound of a goal's max_actions / max_planner_calls
+MAX_STREAM_S = 600.0  # s: the longest A-Obs stream a goal may ask for (2,400 frames at 4 Hz)
 
 
 def _check_clip_frames(n: int) -> None:
@@ -197,8 +198,12 @@ class NavNode(Node):
         else:
             world = RosWorld(self.io, timeout)
         info = world.episode_info(goal.episode_id, goal.target_description)
+        until = float(getattr(goal, "stream_until", 0.0))  # AcquireObservation only
+        if not 0.0 <= until <= MAX_STREAM_S:
+            raise InvalidInput("stream_until", until, f"seconds in [0, {MAX_STREAM_S}] (0: no stream)", where="nav")
         self.episode = ActiveEpisode(world, info, self._policy(goal.policy), goal.max_actions or MAX_ACTIONS,
-                                     goal.max_planner_calls or MAX_PLANNER_CALLS, self.mover)
+                                     goal.max_planner_calls or MAX_PLANNER_CALLS, self.mover,
+                                     stream_until=until or None)
         return self.episode
 
     def _publish_cmd(self, linear: float, angular: float) -> None:
@@ -207,9 +212,11 @@ class NavNode(Node):
         self._cmd_pub.publish(msg)
 
     def _diagnostics(self, ep: ActiveEpisode) -> dict:
+        stream = {"stream_stamps": [to_time(t) for t, _ in ep.stream],
+                  "stream_frames": [image_msg(f, "rgb8", OPTICAL_FRAME, to_time(t)) for t, f in ep.stream]}
         return {**diagnostics_to_msg(ep.log.diagnostics()),
                 "trajectory": [Pose2DMsg(x=x, y=y, theta=th) for _, x, y, th in ep.log.trajectory],
-                "clip_stamps": [to_time(t) for t in ep.times], **self._clip(ep)}
+                "clip_stamps": [to_time(t) for t in ep.times], **self._clip(ep), **(stream if ep.stream else {})}
 
     @staticmethod
     def _clip(ep: ActiveEpisode) -> dict:

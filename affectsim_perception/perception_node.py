@@ -6,8 +6,10 @@
   :func:`affectsim_core.person_tracking.locate`) at most ``detect_rate_hz`` (image time);
 - serves ``/affectsim/recognize`` (``affectsim_interfaces/Recognize``): 8 rgb8 224x224 frames in,
   the prediction of every configured recognizer (parameter ``recognizers``) out, with the
-  inference time; a bad clip is rejected with the reason, a failing recognizer gives an
-  ``error`` outcome, and the node keeps serving.
+  inference time and, from recognizers that rate it, valence-arousal-dominance; with ``stream``,
+  8 to 2,400 stamped frames in and a prediction per recognizer for every window of 8 consecutive
+  frames out (evolving episodes); a bad clip is rejected with the reason, a failing recognizer
+  gives an ``error`` outcome, and the node keeps serving.
 
 Recognizers run the same code as in-process (``RECOGNIZERS``), so a clip gives identical
 predictions through ROS and in-process. Parameters: :data:`PARAMS`.
@@ -38,6 +40,7 @@ from affectsim_core.ros.topics import SERVICES, TOPICS
 from affectsim_interfaces.action import Recognize
 from affectsim_interfaces.msg import PersonDetection, PersonDetections, RecognizerPrediction
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS, ClipInput, Prediction, Recognizer
+from affectsim_perception.recognizers.base import MAX_STREAM_FRAMES, StreamInput
 
 PARAMS: tuple[Param, ...] = (
     Param("recognizers", list(DEFAULT_RECOGNIZERS), "recognizers to run (registered names)",
@@ -48,6 +51,13 @@ PARAMS: tuple[Param, ...] = (
           bounds=(0.0, 60.0)),
 )
 TF_KEEP = 50  # /tf messages kept to locate detections at their image's stamp
+
+
+def _prediction_msg(name: str, estimates_vad: bool, pred: Prediction, seconds: float) -> RecognizerPrediction:
+    return RecognizerPrediction(recognizer=name, label=pred.label or "", probs=[float(v) for v in pred.probs],
+                                outcome=pred.outcome, detail=pred.detail, seconds=seconds,
+                                estimates_vad=bool(estimates_vad),
+                                vad=[] if pred.vad is None else [float(v) for v in pred.vad])
 
 
 class PerceptionNode(Node):
@@ -144,15 +154,21 @@ class PerceptionNode(Node):
         goal = handle.request
         res = Recognize.Result()
         try:
-            if len(goal.frames) != CLIP_FRAMES:  # checked before any frame is converted
-                raise InvalidInput("frames", f"{len(goal.frames)} frames", f"{CLIP_FRAMES} frames")
+            n = len(goal.frames)  # checked before any frame is converted
+            if goal.stream and not (CLIP_FRAMES <= n <= MAX_STREAM_FRAMES and len(goal.stamps) == n):
+                raise InvalidInput("frames/stamps", f"{n} frames, {len(goal.stamps)} stamps",
+                                   f"{CLIP_FRAMES} to {MAX_STREAM_FRAMES} frames with one stamp each (a stream)")
+            if not goal.stream and n != CLIP_FRAMES:
+                raise InvalidInput("frames", f"{n} frames", f"{CLIP_FRAMES} frames")
             for k, f in enumerate(goal.frames):
                 if (f.encoding, f.width, f.height, f.step, len(f.data)) != (
                         "rgb8", CLIP_SIZE, CLIP_SIZE, 3 * CLIP_SIZE, 3 * CLIP_SIZE ** 2):
                     raise InvalidInput(f"frames[{k}]", f"{f.encoding} {f.width}x{f.height}, step {f.step}, "
                                        f"{len(f.data)} bytes", f"rgb8 {CLIP_SIZE}x{CLIP_SIZE}, step {3 * CLIP_SIZE}, "
                                        f"{3 * CLIP_SIZE ** 2} bytes")
-            clip = ClipInput(np.stack([image_to_array(f) for f in goal.frames]))
+            frames = np.stack([image_to_array(f) for f in goal.frames])
+            clip = StreamInput(frames, np.array([from_time(t) for t in goal.stamps])) if goal.stream \
+                else ClipInput(frames)
             goal.frames = []  # the server keeps the goal (with the result) RESULT_KEEP_S: not its pixels
             names = list(goal.recognizers) or list(self.recognizers)
             unknown = [n for n in names if n not in self.recognizers]
@@ -163,6 +179,8 @@ class PerceptionNode(Node):
             res.message = str(exc) if isinstance(exc, (AffectSimError, ValueError)) else f"{type(exc).__name__}: {exc}"
             handle.abort()
             return res
+        per: list[list[RecognizerPrediction]] = []
+        times: list[float] = []
         for k, name in enumerate(names):
             if handle.is_cancel_requested:
                 handle.canceled()
@@ -171,14 +189,21 @@ class PerceptionNode(Node):
             fb = Recognize.Feedback(recognizer=name, done=k, total=len(names))
             handle.publish_feedback(fb)
             t0 = time.perf_counter()
+            rec = self.recognizers[name]
             try:
                 with self._lock:
-                    pred = self.recognizers[name].predict(clip)
+                    preds = rec.predict_stream(clip) if goal.stream else [(0.0, rec.predict(clip))]
             except Exception as exc:  # noqa: BLE001 - one failing recognizer must not stop the others
-                pred = Prediction.failed("error", f"{type(exc).__name__}: {exc}")
-            res.predictions.append(RecognizerPrediction(
-                recognizer=name, label=pred.label or "", probs=[float(v) for v in pred.probs], outcome=pred.outcome,
-                detail=pred.detail, seconds=time.perf_counter() - t0))
+                failed = Prediction.failed("error", f"{type(exc).__name__}: {exc}")
+                preds = [(t, failed) for t, _ in clip.windows()] if goal.stream else [(0.0, failed)]
+            dt = (time.perf_counter() - t0) / len(preds)  # seconds per window
+            per.append([_prediction_msg(name, rec.estimates_vad, p, dt) for _, p in preds])
+            times = [t for t, _ in preds]
+        if goal.stream:  # window-major: every recognizer of window 0, then of window 1, ...
+            res.window_times = [float(t) for t in times]
+            res.predictions = [m for window in zip(*per) for m in window]
+        else:
+            res.predictions = [m for ms in per for m in ms]
         handle.succeed()
         return res
 

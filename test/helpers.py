@@ -29,7 +29,8 @@ def box_room(walls_extra=(), furniture=(), w=6.0, h=4.0, rooms=None):
 class Server:
     """127.0.0.1 only. ``script`` is a list of replies: (status, content or None, delay s)."""
 
-    def __init__(self) -> None:
+    def __init__(self, responder=None) -> None:
+        """``responder(body) -> content``: the reply to every request the script does not cover."""
         self.requests, self.script = [], []
         outer = self
 
@@ -40,7 +41,8 @@ class Server:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append((self.path, self.headers.get("Authorization"), body))
-                status, content, delay = outer.script.pop(0) if outer.script else (200, "neutral", 0.0)
+                default = (200, responder(body) if responder else "neutral", 0.0)
+                status, content, delay = outer.script.pop(0) if outer.script else default
                 threading.Event().wait(delay)
                 payload = {"choices": [{"message": {"role": "assistant", "content": content}}]} if status == 200 \
                     else {"error": "scripted"}

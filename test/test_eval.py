@@ -4,6 +4,7 @@ an episode, Ray shards give the same records, the report has every table, bad in
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -342,7 +343,39 @@ def test_local_ray_cluster_listens_on_loopback_only():
         ray.shutdown()
 
 
-def test_an_evolving_episode_is_observed_as_window_streams_over_one_interval_in_every_setting(small_data, monkeypatch):
+def _vlm_answer(body: dict) -> str:
+    """A VLM that rates VAD, its answer a function of the first frame (the same whoever asks, in any order)."""
+    h = int(hashlib.sha256(body["messages"][0]["content"][1]["image_url"]["url"].encode()).hexdigest()[:8], 16)
+    return json.dumps({"emotion": ("sad", "happy", "angry")[h % 3], "valence": round(0.1 * (h % 7) - 0.3, 2),
+                       "arousal": 0.2, "dominance": -0.1})
+
+
+def _with_an_evolving_episode(data, out):
+    """A copy of the small dataset whose test split also holds one evolving episode: an
+    observation-controlled episode whose target performs an evolving clip (phase 0)."""
+    from affectsim_bridge.humans.library import Library
+    from affectsim_core.protocol import SPLITS
+    from affectsim_eval.dataset.episodes import dataset_version, write_split
+
+    for d in ("motions", "scenes"):
+        shutil.copytree(data / d, out / d)
+    clip = Library(out / "motions").select(family="evolving")[0]
+    test = load_split("test", data / "episodes")
+    base = next(e for e in test if e.family == "observation_controlled")
+    humans = tuple(replace(h, motion_id=clip["id"], phase=0.0) if h.role == "target" else h for h in base.humans)
+    ep = replace(base, humans=humans, emotion=clip["emotion"], episode_id=f"{base.episode_id}_ev")
+    (out / "episodes").mkdir()
+    manifest = read_manifest(data / "episodes")
+    for s in SPLITS:
+        eps = sorted(load_split(s, data / "episodes") + ([ep] if s == "test" else []), key=lambda e: e.episode_id)
+        manifest["splits"][s].update(sha256=write_split(out / "episodes" / f"{s}.json.gz", s, eps), episodes=len(eps))
+    manifest["version"] = dataset_version({s: v["sha256"] for s, v in manifest["splits"].items()})
+    (out / "episodes" / "manifest.json").write_text(json.dumps(manifest))
+    return ep, clip["id"]
+
+
+def test_an_evolving_episode_is_observed_as_window_streams_in_process_and_through_the_graph(small_data, tmp_path,
+                                                                                          monkeypatch):
     import numpy as np
     from helpers import Server
 
@@ -351,40 +384,40 @@ def test_an_evolving_episode_is_observed_as_window_streams_over_one_interval_in_
     from affectsim_core.record import EpisodeRecord
     from affectsim_eval.metrics import compute_all
 
-    data, _ = small_data
-    lib = Library(data / "motions")
-    clip = lib.select(family="evolving")[0]
-    motion = lib.load(clip["id"])
-    base = next(e for e in load_split("test", data / "episodes") if e.family == "observation_controlled")
-    humans = tuple(replace(h, motion_id=clip["id"], phase=0.0) if h.role == "target" else h for h in base.humans)
-    ep = replace(base, humans=humans, emotion=clip["emotion"], episode_id=f"{base.episode_id}_evolving")
-    server = Server()  # a VLM endpoint that rates VAD, its answers varying with the request order
-    server.script = [(200, json.dumps({"emotion": "sad" if k % 3 else "happy", "valence": round(0.1 * (k % 7) - 0.3, 2),
-                                       "arousal": 0.2, "dominance": -0.1}), 0.0) for k in range(2000)]
+    data = tmp_path / "data"
+    data.mkdir()
+    ep, clip_id = _with_an_evolving_episode(small_data[0], data)
+    motion = Library(data / "motions").load(clip_id)
+    server = Server(responder=_vlm_answer)
     monkeypatch.setenv("AFFECTSIM_VLM_URL", server.url)
-    w = EpisodeWorker(EvalConfig(recognizers=("majority", "vlm-openai")).as_dict(), str(data))
+    recs = ("majority", "vlm-openai")
     try:
-        res = w.run(ep)
-        assert res.status == "ok", res.reason
-        st = res.record.streams
-        assert st.start == 0 and st.times[0] == 0.875 and np.allclose(np.diff(st.times), 0.25)  # 8-frame windows at 4 Hz
-        assert st.end >= motion.loop_start / motion.fps + 2.0  # past every transition into the held state
-        assert [s.emotion for s in st.segments] == [s.emotion for s in motion.segments]
-        assert st.segments[1].start == pytest.approx(motion.segments[1].start, abs=1e-4)  # phase 0: clip time
-        assert len(st.vad) == len(st.times) and st.vad[0] == pytest.approx(tuple(motion.frame_vad[26]), abs=1e-5)
-        for rec in ("majority", "vlm-openai"):
-            assert set(st.labels[rec]) == set(SETTINGS)
-            assert all(len(v) == len(st.times) for v in st.labels[rec].values())
-        majority = res.record.predictions["majority"]["p_init"]
-        assert set(st.labels["majority"]["p_init"]) == {majority}  # every window labelled, by the same rule
-        assert set(st.pred_vad) == {"vlm-openai"} and {v[1] for v in st.pred_vad["vlm-openai"]["p_ref"]} == {0.2}
-        seen = [x is not None for x in st.labels["majority"]["a_obs"]]
-        assert seen[0] and all(seen)  # A-Obs: the robot's own camera from the start, searching then following
-        assert EpisodeRecord.from_dict(json.loads(json.dumps(res.record.to_dict()))) == res.record
-        scores = compute_all([res.record], ["affect_segments", "affect_transitions", "affect_vad"])
-        assert scores["affect_segments"]["majority"]["p_init"]["count_accuracy"] == 0  # one label: no change found
-        assert scores["affect_vad"]["vlm-openai"]["a_obs"]["windows"] == len(st.times)
-        assert comparable(w.run(ep).stored()) == comparable(res.stored())  # the same episode, the same record
+        run_eval(tmp_path / "offline", EvalConfig(ids=(ep.episode_id,), recognizers=recs), workers=1, data=data,
+                 log=lambda m: None, allow_dataset_mismatch=True)
+        with GraphProcesses("bench", args={"episodes": "0", "episode_ids": ep.episode_id, "recognizers": ",".join(recs),
+                                           "output_dir": str(tmp_path / "ros"), **SMALL},
+                            extra_params={"bridge": {"motion_library": str(data / "motions")},
+                                          "evaluator": {"data_dir": str(data)}}, log_dir=tmp_path / "logs") as g:
+            code = _exit_code(g, timeout=600, poll_s=0.5)
     finally:
-        w.close()
         server.close()
+    assert code == 0, (tmp_path / "logs" / "evaluator.log").read_text()[-3000:]
+    off, on = _records(tmp_path / "offline")[ep.episode_id], _records(tmp_path / "ros")[ep.episode_id]
+    assert off["status"] == "ok", off
+    assert on == off  # the same streams, labels and VAD through the ROS graph
+    record = EpisodeRecord.from_dict(off)
+    st = record.streams
+    assert st.start == 0 and st.times[0] == 0.875 and np.allclose(np.diff(st.times), 0.25)  # 8-frame windows at 4 Hz
+    assert st.end >= motion.loop_start / motion.fps + 2.0  # past every transition into the held state
+    assert [s.emotion for s in st.segments] == [s.emotion for s in motion.segments]
+    assert st.segments[1].start == pytest.approx(motion.segments[1].start, abs=1e-4)  # phase 0: clip time
+    assert len(st.vad) == len(st.times) and st.vad[0] == pytest.approx(tuple(motion.frame_vad[26]), abs=1e-5)
+    for rec in recs:
+        assert set(st.labels[rec]) == set(SETTINGS) and all(len(v) == len(st.times) for v in st.labels[rec].values())
+    assert set(st.labels["majority"]["p_init"]) == {record.predictions["majority"]["p_init"]}  # every window labelled
+    assert set(st.pred_vad) == {"vlm-openai"} and {v[1] for v in st.pred_vad["vlm-openai"]["p_ref"]} == {0.2}
+    assert all(x is not None for x in st.labels["majority"]["a_obs"])  # A-Obs: the robot's camera from the start
+    assert len({x for x in st.labels["vlm-openai"]["a_obs"]}) > 1  # the windows differ
+    scores = compute_all([record], ["affect_segments", "affect_transitions", "affect_vad"])
+    assert scores["affect_segments"]["majority"]["p_init"]["count_accuracy"] == 0  # one label: no change found
+    assert scores["affect_vad"]["vlm-openai"]["a_obs"]["windows"] == len(st.times)
