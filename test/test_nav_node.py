@@ -121,6 +121,7 @@ def test_ros_and_offline_runs_give_identical_trajectories(graph, library):
             assert status == GoalStatus.STATUS_SUCCEEDED
             if res.outcome == "handoff":
                 assert len(res.clip_stamps) == 10
+            assert not res.stream_frames  # no stream unless asked
     finally:
         policy.close()
         backend.close()
@@ -153,6 +154,9 @@ def test_cancel_preemption_and_bad_goals_keep_the_node_serving(graph, library):
         assert status == GoalStatus.STATUS_ABORTED and f"clip_frames={n}" in res.message and "1..2400" in res.message
     status, res, _ = call(acquire, AcquireObservation.Goal(episode_id="x" * 129, clip_frames=5))
     assert status == GoalStatus.STATUS_ABORTED and "episode_id" in res.message and "at most 128" in res.message
+    for until in (-1.0, 601.0, float("nan")):
+        status, res, _ = call(acquire, AcquireObservation.Goal(episode_id="bad", clip_frames=5, stream_until=until))
+        assert status == GoalStatus.STATUS_ABORTED and "stream_until" in res.message and "[0, 600.0]" in res.message
     status, res, _ = call(acquire, AcquireObservation.Goal(episode_id="bad", clip_frames=5, policy="nope"))
     assert status == GoalStatus.STATUS_ABORTED and "policy" in res.message and "baseline" in res.message
     # cancel mid-episode

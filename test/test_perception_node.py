@@ -122,6 +122,33 @@ def test_bad_clips_are_rejected_and_the_node_keeps_serving(graph):
     assert res.status == GoalStatus.STATUS_SUCCEEDED and res.result.predictions[0].recognizer == "uniform"
 
 
+def test_streams_are_labelled_per_window_as_in_process_and_bad_streams_refused(graph):
+    client, action, _, lib = graph
+    from action_msgs.msg import GoalStatus
+
+    from affectsim_perception.recognizers.base import StreamInput
+
+    frames = np.concatenate([_clip(client, lib), _clip(client, lib)[:3]])  # 11 frames: 4 windows
+    times = np.arange(len(frames)) * 0.25
+    goal = Recognize.Goal(frames=[image_msg(f, "rgb8", "clip", to_time(float(t))) for f, t in zip(frames, times)],
+                          stamps=[to_time(float(t)) for t in times], recognizers=["pose-temporal", "majority"],
+                          stream=True)
+    res = _send(action, goal)
+    assert res.status == GoalStatus.STATUS_SUCCEEDED, res.result.message
+    assert list(res.result.window_times) == pytest.approx([0.875, 1.125, 1.375, 1.625])
+    got = [(p.recognizer, p.label, p.estimates_vad, list(p.vad)) for p in res.result.predictions]
+    assert [g[0] for g in got] == ["pose-temporal", "majority"] * 4  # window-major
+    rec = RECOGNIZERS.create("pose-temporal")
+    want = rec.predict_stream(StreamInput(frames, times))
+    rec.close()
+    assert [g[1] for g in got[::2]] == [p.label for _, p in want] and not any(g[2] or g[3] for g in got)
+    goal.stamps = goal.stamps[:5]  # a stream needs one stamp per frame
+    res = _send(action, goal)
+    assert res.status == GoalStatus.STATUS_ABORTED and "frames/stamps" in res.result.message
+    res = _recognize(action, np.zeros((8, 224, 224, 3), np.uint8), names=["uniform"])
+    assert res.status == GoalStatus.STATUS_SUCCEEDED  # and the node keeps serving
+
+
 def test_person_detections_follow_the_camera_stream(graph):
     client, _, detections, lib = graph
     _clip(client, lib)
