@@ -28,7 +28,7 @@ from affectsim_bridge.humans.features import macro_f1
 from affectsim_core.atomic import staged_dir
 from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
-from affectsim_core.protocol import EMOTIONS
+from affectsim_core.protocol import EMOTIONS, PAPER_FAMILIES
 from affectsim_core.provenance import code_version
 from affectsim_eval.dataset.episodes import DATASET_DIR, load_split, read_manifest
 from affectsim_eval.training_data import DATA_DIR, GENERATOR, VIEWS, load_clips, render_split
@@ -74,11 +74,17 @@ def tiered_subset(episodes: list[Episode], tiers: tuple[int, ...], seed: int) ->
     return out
 
 
+def _paper(episodes: list[Episode]) -> list[Episode]:
+    """The episodes of the paper's families: the recognizers learn one label per clip (an evolving
+    episode's label changes; its clips add nothing to the subset the tiers draw)."""
+    return [e for e in episodes if e.family in PAPER_FAMILIES]
+
+
 def ensure_clips(split: str, tiers: tuple[int, ...], seed: int, root: Path = DATASET_DIR, data: Path = DATA_DIR,
                  log: Callable[[str], None] = print) -> dict:
     """Render the split's clip subset unless the cached one was rendered from the same episodes;
     clips of episodes in a cache of the same generator are reused, not rendered again."""
-    eps = tiered_subset(load_split(split, root), tuple(tiers), seed)
+    eps = tiered_subset(_paper(load_split(split, root)), tuple(tiers), seed)
     key = hashlib.sha256(f"generator {GENERATOR}:{','.join(e.episode_id for e in eps)}".encode()).hexdigest()
     stamp = Path(data) / split / "subset.json"
     old = json.loads(stamp.read_text()) if stamp.is_file() else {}
@@ -121,7 +127,7 @@ def train(name: str, seed: int = 0, out: Path = CHECKPOINT_DIR, root: Path = DAT
     common = {"seed": seed, **_dataset(root), "code_version": code_version(),
               "command": f"affectsim train {name} --seed {seed}"}
     if name == "majority":
-        counts = Counter(e.emotion for e in load_split("train", root))
+        counts = Counter(e.emotion for e in _paper(load_split("train", root)))
         arr = np.array([counts[e] for e in EMOTIONS], np.int64)
         path = _write(name, {"class_counts": arr}, {**common, "class_counts": dict(zip(EMOTIONS, arr.tolist()))}, out)
         log(f"[train] majority: {dict(zip(EMOTIONS, arr.tolist()))} -> {path}")

@@ -45,7 +45,7 @@ from affectsim_bridge.scene import builtin_scene_ids, load_scene
 from affectsim_core.errors import AffectSimError, InvalidInput
 from affectsim_core.names import inside
 from affectsim_core.plugins import load_plugins
-from affectsim_core.protocol import EMOTIONS, MAX_ACTIONS, MAX_PLANNER_CALLS, SPLITS
+from affectsim_core.protocol import EMOTIONS, FAMILIES, MAX_ACTIONS, MAX_PLANNER_CALLS, PAPER_FAMILIES, SPLITS
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_eval.config import DATA_DIR, EvalConfig
@@ -165,7 +165,7 @@ def _eval(ns: argparse.Namespace) -> int:
                      ids=tuple(i for i in (ns.ids or "").split(",") if i),
                      recognizers=tuple(r for r in (ns.recognizers or ",".join(DEFAULT_RECOGNIZERS)).split(",") if r),
                      policy=ns.policy, max_actions=ns.max_actions, max_planner_calls=ns.max_planner_calls,
-                     backend=ns.backend, humans=ns.humans)
+                     backend=ns.backend, humans=ns.humans, families=tuple(ns.family or PAPER_FAMILIES))
     summary = run_eval(Path(ns.out), cfg, ns.workers, ns.ray, ns.retry_failed, Path(ns.data) if ns.data else DATA_DIR,
                        allow_dataset_mismatch=ns.allow_dataset_mismatch)
     print(f"[eval] {summary.done} episodes evaluated ({summary.failed} failed), {summary.skipped} were already stored; "
@@ -390,6 +390,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--humans", default="scripted", choices=HUMANS_MODES,
                     help="scripted: people replay their motion (the paper's protocol); reactive: they notice the "
                          "robot and respond according to their emotion (docs/reactive_humans.md)")
+    ev.add_argument("--family", action="append", choices=FAMILIES, default=None,
+                    help="episode family of the subset or split (repeat for several; default: the paper's three; "
+                         "evolving: emotions that change within the episode, docs/affect.md)")
     ev.add_argument("--max-actions", type=int, default=MAX_ACTIONS)
     ev.add_argument("--max-planner-calls", type=int, default=MAX_PLANNER_CALLS)
     ev.add_argument("--data", default=None, help="directory with motions/, scenes/, episodes/ (default: data/)")
