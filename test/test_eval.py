@@ -359,7 +359,7 @@ def _with_an_evolving_episode(data, out):
 
     for d in ("motions", "scenes"):
         shutil.copytree(data / d, out / d)
-    clip = Library(out / "motions").select(family="evolving")[0]
+    clip = min(Library(out / "motions").select(family="evolving"), key=lambda e: e["duration"])  # the shortest
     test = load_split("test", data / "episodes")
     base = next(e for e in test if e.family == "observation_controlled")
     humans = tuple(replace(h, motion_id=clip["id"], phase=0.0) if h.role == "target" else h for h in base.humans)
