@@ -27,6 +27,10 @@ SPLITS: tuple[str, ...] = ("train", "val", "test")
 CLIP_FRAMES = 8
 CLIP_SIZE = 224  # px
 
+#: Evolving episodes (beyond the paper, docs/affect.md): a stream of one frame per 0.25 s is labelled
+#: in windows of CLIP_FRAMES consecutive frames, one window every STREAM_STRIDE frames (0.5 s).
+STREAM_STRIDE = 2
+
 #: Execution (section 6): one primitive action per 0.25 s of sim time (4 Hz).
 STEP_SECONDS = 0.25
 FORWARD_M = 0.25

@@ -28,7 +28,7 @@ from affectsim_bridge.views import View
 from affectsim_core.clips import sample_indices
 from affectsim_core.episode import Episode
 from affectsim_core.errors import AffectSimError
-from affectsim_core.protocol import CLIP_SIZE, Outcome
+from affectsim_core.protocol import CLIP_SIZE, STREAM_STRIDE, Outcome
 from affectsim_core.ros import calls
 from affectsim_core.ros.action_client import ActionClient
 from affectsim_core.ros.conversions import (
@@ -185,7 +185,7 @@ class RosEvalWorld:
 
     def recognize_stream(self, frames: np.ndarray, times: np.ndarray) -> dict[str, list[tuple[float, Prediction]]]:
         """One stream Recognize goal: every recognizer's prediction for each 8-frame window."""
-        goal = Recognize.Goal(recognizers=self.recognizers, stream=True)
+        goal = Recognize.Goal(recognizers=self.recognizers, stream=True, stride=STREAM_STRIDE)
         goal.frames = [image_msg(f, "rgb8", OPTICAL_FRAME, to_time(float(t))) for f, t in zip(frames, times)]
         goal.stamps = [to_time(float(t)) for t in times]
         res = self._action(self.recognize_cli, goal, "recognize")

@@ -5,7 +5,8 @@ frames at the protocol's rate (one per 0.25 s of sim time, the action rate) from
 start until :data:`TAIL_S` after the clip has settled into its final state, so that the stream
 spans every transition. P-Init, P-Ref and P-Mon render their views at the stream's times; A-Obs
 is the robot's own head camera at every step (searching, then following after the handoff).
-Every recognizer labels each window of 8 consecutive frames (``Recognizer.predict_stream``); the
+Every recognizer labels a window of 8 consecutive frames every 0.5 s (``Recognizer.predict_stream``
+with :data:`~affectsim_core.protocol.STREAM_STRIDE`); the
 record keeps, per window centre, the labels, the VAD estimates of recognizers that make them, and
 the truth (segments in episode time, VAD per window). A setting whose stream ends early (an A-Obs
 acquisition that stopped) has no label for the windows it did not see.
@@ -20,7 +21,7 @@ import numpy as np
 
 from affectsim_bridge.backends.base import HumanPlacement
 from affectsim_core.affect import Segment, clip_segments
-from affectsim_core.protocol import CLIP_FRAMES, SETTINGS, STEP_SECONDS
+from affectsim_core.protocol import CLIP_FRAMES, SETTINGS, STEP_SECONDS, STREAM_STRIDE
 from affectsim_core.record import AffectStreams
 from affectsim_perception.recognizers.base import Prediction
 
@@ -42,8 +43,9 @@ def stream_times(target: HumanPlacement) -> np.ndarray:
 
 
 def window_times(times: np.ndarray) -> np.ndarray:
-    """Centre (s) of every window of 8 consecutive stream frames."""
-    return np.array([0.5 * (times[i] + times[i + CLIP_FRAMES - 1]) for i in range(len(times) - CLIP_FRAMES + 1)])
+    """Centre (s) of every window of 8 consecutive stream frames, one every :data:`STREAM_STRIDE` frames."""
+    return np.array([0.5 * (times[i] + times[i + CLIP_FRAMES - 1])
+                     for i in range(0, len(times) - CLIP_FRAMES + 1, STREAM_STRIDE)])
 
 
 def true_segments(target: HumanPlacement, start: float, end: float) -> tuple[Segment, ...]:

@@ -22,7 +22,7 @@ from affectsim_core.actions import Action, MoveResult
 from affectsim_core.clips import sample_indices
 from affectsim_core.episode import Episode
 from affectsim_core.observation import Observation
-from affectsim_core.protocol import CLIP_SIZE, Outcome
+from affectsim_core.protocol import CLIP_SIZE, STREAM_STRIDE, Outcome
 from affectsim_core.record import Diagnostics
 from affectsim_core.timing import NULL, StageTimes
 from affectsim_eval.passive import episode_info
@@ -94,14 +94,16 @@ def recognize(recognizers: Mapping[str, Recognizer], frames: np.ndarray) -> dict
 
 def recognize_stream(recognizers: Mapping[str, Recognizer], frames: np.ndarray,
                      times: np.ndarray) -> dict[str, list[tuple[float, Prediction]]]:
-    """Every recognizer over the windows of one stream; a failing one gives "error" predictions."""
+    """Every recognizer over the windows of one stream (one every ``STREAM_STRIDE`` frames); a
+    failing one gives "error" predictions."""
     inp = StreamInput(np.ascontiguousarray(frames), np.asarray(times, float))
     out = {}
     for name, rec in recognizers.items():
         try:
-            out[name] = rec.predict_stream(inp)
+            out[name] = rec.predict_stream(inp, STREAM_STRIDE)
         except Exception as exc:  # noqa: BLE001 - recorded, the episode goes on
-            out[name] = [(t, Prediction.failed("error", f"{type(exc).__name__}: {exc}")) for t, _ in inp.windows()]
+            out[name] = [(t, Prediction.failed("error", f"{type(exc).__name__}: {exc}"))
+                         for t, _ in inp.windows(STREAM_STRIDE)]
     return out
 
 

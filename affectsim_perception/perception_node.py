@@ -160,6 +160,9 @@ class PerceptionNode(Node):
                                    f"{CLIP_FRAMES} to {MAX_STREAM_FRAMES} frames with one stamp each (a stream)")
             if not goal.stream and n != CLIP_FRAMES:
                 raise InvalidInput("frames", f"{n} frames", f"{CLIP_FRAMES} frames")
+            stride = max(1, int(goal.stride))
+            if goal.stream and stride > n:
+                raise InvalidInput("stride", goal.stride, f"0 to {n} frames (the stream's length)")
             for k, f in enumerate(goal.frames):
                 if (f.encoding, f.width, f.height, f.step, len(f.data)) != (
                         "rgb8", CLIP_SIZE, CLIP_SIZE, 3 * CLIP_SIZE, 3 * CLIP_SIZE ** 2):
@@ -192,10 +195,10 @@ class PerceptionNode(Node):
             rec = self.recognizers[name]
             try:
                 with self._lock:
-                    preds = rec.predict_stream(clip) if goal.stream else [(0.0, rec.predict(clip))]
+                    preds = rec.predict_stream(clip, stride) if goal.stream else [(0.0, rec.predict(clip))]
             except Exception as exc:  # noqa: BLE001 - one failing recognizer must not stop the others
                 failed = Prediction.failed("error", f"{type(exc).__name__}: {exc}")
-                preds = [(t, failed) for t, _ in clip.windows()] if goal.stream else [(0.0, failed)]
+                preds = [(t, failed) for t, _ in clip.windows(stride)] if goal.stream else [(0.0, failed)]
             dt = (time.perf_counter() - t0) / len(preds)  # seconds per window
             per.append([_prediction_msg(name, rec.estimates_vad, p, dt) for _, p in preds])
             times = [t for t, _ in preds]

@@ -407,7 +407,7 @@ def test_an_evolving_episode_is_observed_as_window_streams_in_process_and_throug
     assert on == off  # the same streams, labels and VAD through the ROS graph
     record = EpisodeRecord.from_dict(off)
     st = record.streams
-    assert st.start == 0 and st.times[0] == 0.875 and np.allclose(np.diff(st.times), 0.25)  # 8-frame windows at 4 Hz
+    assert st.start == 0 and st.times[0] == 0.875 and np.allclose(np.diff(st.times), 0.5)  # 8 frames at 4 Hz, every 0.5 s
     assert st.end >= motion.loop_start / motion.fps + 2.0  # past every transition into the held state
     assert [s.emotion for s in st.segments] == [s.emotion for s in motion.segments]
     assert st.segments[1].start == pytest.approx(motion.segments[1].start, abs=1e-4)  # phase 0: clip time

@@ -142,6 +142,13 @@ def test_streams_are_labelled_per_window_as_in_process_and_bad_streams_refused(g
     want = rec.predict_stream(StreamInput(frames, times))
     rec.close()
     assert [g[1] for g in got[::2]] == [p.label for _, p in want] and not any(g[2] or g[3] for g in got)
+    goal.stride = 2  # a window every 2 frames
+    res = _send(action, goal)
+    assert list(res.result.window_times) == pytest.approx([0.875, 1.375])
+    goal.stride = 12  # longer than the stream
+    res = _send(action, goal)
+    assert res.status == GoalStatus.STATUS_ABORTED and "stride" in res.result.message
+    goal.stride = 0
     goal.stamps = goal.stamps[:5]  # a stream needs one stamp per frame
     res = _send(action, goal)
     assert res.status == GoalStatus.STATUS_ABORTED and "frames/stamps" in res.result.message
