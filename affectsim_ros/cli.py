@@ -57,8 +57,8 @@ from affectsim_eval.runner import run_eval
 from affectsim_eval.train import SUBSET, TRAINABLE, train
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS
-from affectsim_ros import (bench_full, bench_nav, bench_perception, bench_sim, bench_soak, bench_social, bench_transfer,
-                           launcher)
+from affectsim_ros import (bench_evolving, bench_full, bench_nav, bench_perception, bench_sim, bench_soak, bench_social,
+                           bench_transfer, launcher)
 from affectsim_ros.graph import GRAPHS, launch_remaps, validate_launch_args
 from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.observe import observe
@@ -143,8 +143,13 @@ def _bench(ns: argparse.Namespace) -> int:
                          tuple(c for c in (ns.conditions or "").split(",") if c), ns.workers,
                          allow_dataset_mismatch=ns.allow_dataset_mismatch)
         return 0
+    if ns.what == "evolving":
+        bench_evolving.run(Path(ns.out) if ns.out else None, ns.episodes, ns.split, Path(ns.work) if ns.work else None,
+                           ns.workers, graph=ns.conditions != "in_process",
+                           allow_dataset_mismatch=ns.allow_dataset_mismatch)
+        return 0
     raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav, perception, full, soak, "
-                         "transfer, social")
+                         "transfer, social, evolving")
 
 
 def _observe(ns: argparse.Namespace) -> int:
@@ -348,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="motion library for the people in the scene (static people if not built)")
     to.set_defaults(fn=_tour)
     be = sub.add_parser("bench", help="benchmarks that print measured ratios")
-    be.add_argument("what", choices=["sim", "nav", "perception", "full", "soak", "transfer", "social"])
+    be.add_argument("what", choices=["sim", "nav", "perception", "full", "soak", "transfer", "social", "evolving"])
     be.add_argument("--out", default=None, help="write results as JSON")
     be.add_argument("--episodes", type=int, default=100, help="nav: stratified test episodes (full: default 12)")
     be.add_argument("--workers", type=int, default=2, help="nav, social: worker processes")
@@ -363,7 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--repeats", type=int, default=2, help="transfer: runs of the continuous-time condition")
     be.add_argument("--real-time-factor", type=float, default=1.0, help="transfer: the free-running bridge's pace")
     be.add_argument("--conditions", default=None, help="transfer, social: run only these (comma-separated), e.g. "
-                    "lockstep, reactive_baseline")
+                    "lockstep, reactive_baseline; evolving: in_process to skip the graph run")
     be.add_argument("--work", default=None, help="transfer, social: directory of the per-condition runs (resumed)")
     be.set_defaults(fn=_bench)
     ob = sub.add_parser("observe", help="one acquisition on the robot on the graph: every recognizer's prediction, "
