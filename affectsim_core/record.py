@@ -216,8 +216,9 @@ class AffectStreams:
             raise InvalidInput("streams.labels/pred_vad", sorted(labels) if isinstance(labels, dict) else labels,
                                "recognizers with labels; pred_vad for some of them", where)
         for rec, by in labels.items():
-            if not isinstance(by, dict) or not set(by) <= set(SETTINGS) or not all(
-                    isinstance(v, list) and len(v) == n and all(x is None or x in EMOTIONS for x in v) for v in by.values()):
+            ok = isinstance(by, dict) and set(by) <= set(SETTINGS) and all(
+                isinstance(v, list) and len(v) == n and all(x is None or x in EMOTIONS for x in v) for v in by.values())
+            if not ok:
                 raise InvalidInput(f"streams.labels[{rec!r}]", "malformed", f"{{setting: {n} labels or null}}", where)
             p = pred.get(rec, {})
             if not isinstance(p, dict) or not set(p) <= set(by) or not all(

@@ -441,7 +441,8 @@ def _segment_pairs(records: Sequence[EpisodeRecord], rec: str, setting: str) -> 
 @METRICS.register("affect_segments")
 class AffectSegments(Metric):
     id = "affect_segments"
-    description = "Evolving episodes: segment-count accuracy, mean tIoU, segment emotion accuracy per recognizer and setting."
+    description = ("Evolving episodes: segment-count accuracy, mean tIoU and segment emotion accuracy per recognizer "
+                   "and setting.")
 
     def compute(self, records: Sequence[EpisodeRecord]) -> dict:
         rs = _streamed(records)
@@ -469,7 +470,8 @@ class AffectTransitions(Metric):
 @METRICS.register("affect_vad")
 class AffectVAD(Metric):
     id = "affect_vad"
-    description = "Evolving episodes: Spearman, Pearson and concordance correlation of predicted and true VAD per dimension."
+    description = ("Evolving episodes: Spearman, Pearson and concordance correlation of predicted and true VAD per "
+                   "dimension.")
 
     def compute(self, records: Sequence[EpisodeRecord]) -> dict:
         rs = _streamed(records)

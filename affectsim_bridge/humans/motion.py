@@ -117,8 +117,8 @@ class Motion:
             if self.segments[-1].emotion != self.emotion:
                 raise InvalidInput("emotion", self.emotion, f"the last segment's emotion "
                                    f"{self.segments[-1].emotion!r} (the state the clip holds)", where=w)
-        ok = isinstance(self.loop_start, int) and not isinstance(self.loop_start, bool) and 0 <= self.loop_start <= T - 2
-        if self.loop_start is not None and not ok:
+        a = self.loop_start
+        if a is not None and not (isinstance(a, int) and not isinstance(a, bool) and 0 <= a <= T - 2):
             raise InvalidInput("loop_start", self.loop_start, f"null or a frame in [0, {T - 2}]", where=w)
         self.body.validate()
         return self
