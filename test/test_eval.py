@@ -374,6 +374,7 @@ def _with_an_evolving_episode(data, out):
     return ep, clip["id"]
 
 
+@pytest.mark.slow  # ~70 s: an in-process run and a graph run (`affectsim bench evolving` measures the same at scale)
 def test_an_evolving_episode_is_observed_as_window_streams_in_process_and_through_the_graph(small_data, tmp_path,
                                                                                           monkeypatch):
     import numpy as np
