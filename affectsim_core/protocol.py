@@ -17,7 +17,9 @@ SETTINGS: tuple[str, ...] = ("p_init", "p_ref", "p_mon", "a_obs")
 PASSIVE_SETTINGS: tuple[str, ...] = ("p_init", "p_ref", "p_mon")
 
 #: Episode families and the observation-controlled challenges (section 2); dataset splits (section 4).
-FAMILIES: tuple[str, ...] = ("action_grounded", "observation_controlled", "dyadic")
+#: ``evolving`` goes beyond the paper: the target's emotion changes within the episode (docs/affect.md).
+PAPER_FAMILIES: tuple[str, ...] = ("action_grounded", "observation_controlled", "dyadic")
+FAMILIES: tuple[str, ...] = (*PAPER_FAMILIES, "evolving")
 CHALLENGES: tuple[str, ...] = ("far_visible", "rear_view", "partial_occlusion", "obstacle_detour")
 SPLITS: tuple[str, ...] = ("train", "val", "test")
 

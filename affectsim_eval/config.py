@@ -16,7 +16,7 @@ from affectsim_bridge.humans.reactive import HUMANS_MODES
 from affectsim_bridge.scene import Scene, load_scene
 from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
-from affectsim_core.protocol import MAX_ACTIONS, MAX_PLANNER_CALLS, SPLITS
+from affectsim_core.protocol import FAMILIES, MAX_ACTIONS, MAX_PLANNER_CALLS, PAPER_FAMILIES, SPLITS
 from affectsim_core.provenance import code_version
 from affectsim_eval.dataset.episodes import DATASET_DIR, dataset_version, load_split, read_manifest
 from affectsim_eval.dataset.splits import stratified_subset
@@ -46,6 +46,7 @@ class EvalConfig:
     backend: str = DEFAULT_BACKEND
     execution: str = "lockstep"  # how the nav node moves the robot (continuous time: cmd_vel, nav2)
     humans: str = "scripted"  # scripted (the paper's protocol) or reactive (people respond to the robot)
+    families: tuple[str, ...] = PAPER_FAMILIES  # the episode families a subset is drawn from (or "evolving")
 
     def validate(self) -> "EvalConfig":
         if self.split not in SPLITS:
@@ -67,6 +68,8 @@ class EvalConfig:
             raise InvalidInput("execution", self.execution, f"one of {', '.join(EXECUTIONS)}")
         if self.humans not in HUMANS_MODES:
             raise InvalidInput("humans", self.humans, f"one of {', '.join(HUMANS_MODES)}")
+        if not self.families or not set(self.families) <= set(FAMILIES):
+            raise InvalidInput("families", list(self.families), f"a non-empty list of {', '.join(FAMILIES)}")
         if not (1 <= self.max_actions <= MAX_BUDGET):
             raise InvalidInput("max_actions", self.max_actions, f"1..{MAX_BUDGET}")
         if not (0 <= self.max_planner_calls <= MAX_BUDGET):
@@ -74,12 +77,13 @@ class EvalConfig:
         return self
 
     def as_dict(self) -> dict:
-        """The stored form; ``humans`` only when reactive, so runs stored before the option existed
-        resume under the default."""
+        """The stored form; ``humans`` only when reactive and ``families`` only when not the paper's, so
+        runs stored before those options existed resume under the defaults."""
         out = {"split": self.split, "episodes": self.episodes, "seed": self.seed, "ids": list(self.ids),
                "recognizers": list(self.recognizers), "policy": self.policy, "max_actions": self.max_actions,
                "max_planner_calls": self.max_planner_calls, "backend": self.backend, "execution": self.execution}
-        return out if self.humans == "scripted" else {**out, "humans": self.humans}
+        out = out if self.humans == "scripted" else {**out, "humans": self.humans}
+        return out if self.families == PAPER_FAMILIES else {**out, "families": list(self.families)}
 
 
 def select_episodes(cfg: EvalConfig, data: Path = DATA_DIR) -> list[Episode]:
@@ -95,8 +99,12 @@ def select_episodes(cfg: EvalConfig, data: Path = DATA_DIR) -> list[Episode]:
         if missing:
             raise InvalidInput("episode ids", missing[:5], f"ids of the {cfg.split} split")
         eps = [by_id[i] for i in dict.fromkeys(cfg.ids)]
-    elif cfg.episodes:
-        eps = stratified_subset(eps, min(cfg.episodes, len(eps)), cfg.seed)
+    else:
+        eps = [e for e in eps if e.family in cfg.families]
+        if not eps:
+            raise InvalidInput("families", list(cfg.families), f"families with episodes in the {cfg.split} split")
+        if cfg.episodes:
+            eps = stratified_subset(eps, min(cfg.episodes, len(eps)), cfg.seed)
     return sorted(eps, key=lambda e: (e.scene_id, e.episode_id))
 
 

@@ -16,7 +16,7 @@ from rclpy.node import Node
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
 from affectsim_bridge.humans.reactive import HUMANS_MODES
 from affectsim_core.episode import Episode
-from affectsim_core.protocol import MAX_ACTIONS, MAX_PLANNER_CALLS, SPLITS
+from affectsim_core.protocol import FAMILIES, MAX_ACTIONS, MAX_PLANNER_CALLS, PAPER_FAMILIES, SPLITS
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.timing import StageTimes
 from affectsim_eval.config import DATA_DIR, MAX_BUDGET, EvalConfig, EvalData, run_meta, select_episodes
@@ -40,6 +40,8 @@ PARAMS: tuple[Param, ...] = (
           choices=BACKENDS.names),
     Param("execution", "lockstep", "the nav node's execution mode, stored with the run (continuous time: cmd_vel, "
           "nav2)", choices=EXECUTIONS),
+    Param("families", list(PAPER_FAMILIES), "episode families the subset or split is drawn from (the paper's three; "
+          "evolving: emotions that change within the episode)", choices=FAMILIES),
     Param("humans", "scripted", "people: scripted (replay their motion: the paper's protocol) or reactive (notice the "
           "robot and respond according to their emotion); sent with every load_world", choices=HUMANS_MODES),
     Param("output_dir", "results/bench", "run directory: results.sqlite, frames/, report.md",
@@ -70,7 +72,7 @@ class EvaluatorNode(Node):
                               ids=tuple(i for i in p["episode_ids"] if i), recognizers=tuple(p["recognizers"]),
                               policy=p["policy"], max_actions=int(p["max_actions"]),
                               max_planner_calls=int(p["max_planner_calls"]), backend=p["backend"],
-                              execution=p["execution"], humans=p["humans"]).validate()
+                              execution=p["execution"], humans=p["humans"], families=tuple(p["families"])).validate()
         self.p = p
         self.out = Path(p["output_dir"])
         self.data = Path(p["data_dir"]) if p["data_dir"] else DATA_DIR

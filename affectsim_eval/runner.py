@@ -20,6 +20,7 @@ from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.person_tracking import DETECTORS
 from affectsim_core.plugins import load_plugins
+from affectsim_core.protocol import PAPER_FAMILIES
 from affectsim_core.timing import StageTimes, TimedDetector
 from affectsim_eval.config import DATA_DIR, EvalConfig, EvalData, run_meta, select_episodes
 from affectsim_eval.loop import EpisodeResult, RunSummary, evaluate_safely, run_episodes
@@ -38,7 +39,8 @@ class EpisodeWorker:
     def __init__(self, cfg: dict, data: str = str(DATA_DIR)) -> None:
         os.environ.setdefault("MUJOCO_GL", "egl")
         load_plugins()  # a worker process (spawned, or a Ray actor) registers the users' plugins itself
-        self.cfg = EvalConfig(**{**cfg, "ids": tuple(cfg.get("ids", ())), "recognizers": tuple(cfg["recognizers"])})
+        self.cfg = EvalConfig(**{**cfg, "ids": tuple(cfg.get("ids", ())), "recognizers": tuple(cfg["recognizers"]),
+                                 "families": tuple(cfg.get("families", PAPER_FAMILIES))})
         self.data = EvalData(Path(data))
         self.times = StageTimes()
         self.policy = create_policy(self.cfg.policy, lambda: TimedDetector(DETECTORS.create(DETECTOR), self.times))

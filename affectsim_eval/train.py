@@ -7,6 +7,9 @@
 2. Fit (``pose-temporal``: an MLP on pose features, PyTorch on the CPU, fixed seeds and threads
    so that a rerun gives the same weights), select the epoch with the best val macro-F1 and fit a
    softmax temperature on val.
+   pose-temporal and rgb-clip also fit a VAD head on their own clip features (ridge, strength
+   chosen on val: ``affectsim_eval.vad_fit``); the committee combines its members' VAD with its
+   weights; majority stores the train split's mean VAD per class.
 3. Write ``affectsim_perception/checkpoints/NAME/{weights.npz, manifest.json}``: weights SHA-256,
    the dataset version and splits' SHA-256 (the evaluator refuses a checkpoint trained on another
    dataset version), subset sizes and seed, val / test metrics per view, per-class
@@ -25,22 +28,26 @@ from typing import Callable
 import numpy as np
 
 from affectsim_bridge.humans.features import macro_f1
+from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
+from affectsim_bridge.humans.library import Library
 from affectsim_core.atomic import staged_dir
 from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
-from affectsim_core.protocol import EMOTIONS
+from affectsim_core.protocol import EMOTIONS, PAPER_FAMILIES
 from affectsim_core.provenance import code_version
 from affectsim_eval.dataset.episodes import DATASET_DIR, load_split, read_manifest
 from affectsim_eval.training_data import DATA_DIR, GENERATOR, VIEWS, load_clips, render_split
+from affectsim_eval.vad_fit import fit_vad_head, vad_quality
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR
-from affectsim_perception.recognizers.committee import MEMBERS, load_members, member_probs
+from affectsim_perception.recognizers.committee import MEMBERS, load_members, member_probs, member_vad
 from affectsim_perception.recognizers.pose_temporal import (
     mirror_pose,
     net_logits,
     pose_features,
     softmax,
 )
-from affectsim_perception.recognizers.rgb_clip import clip_logits
+from affectsim_perception.recognizers.rgb_clip import clip_vector
+from affectsim_perception.recognizers.vad_head import vad_head
 
 TRAINABLE = ("pose-temporal", "rgb-clip", "committee", "majority")
 # Episodes rendered per split (two views each), in tiers: each tier is a stratified draw from the
@@ -74,11 +81,17 @@ def tiered_subset(episodes: list[Episode], tiers: tuple[int, ...], seed: int) ->
     return out
 
 
+def _paper(episodes: list[Episode]) -> list[Episode]:
+    """The episodes of the paper's families: the recognizers learn one label per clip (an evolving
+    episode's label changes; its clips add nothing to the subset the tiers draw)."""
+    return [e for e in episodes if e.family in PAPER_FAMILIES]
+
+
 def ensure_clips(split: str, tiers: tuple[int, ...], seed: int, root: Path = DATASET_DIR, data: Path = DATA_DIR,
                  log: Callable[[str], None] = print) -> dict:
     """Render the split's clip subset unless the cached one was rendered from the same episodes;
     clips of episodes in a cache of the same generator are reused, not rendered again."""
-    eps = tiered_subset(load_split(split, root), tuple(tiers), seed)
+    eps = tiered_subset(_paper(load_split(split, root)), tuple(tiers), seed)
     key = hashlib.sha256(f"generator {GENERATOR}:{','.join(e.episode_id for e in eps)}".encode()).hexdigest()
     stamp = Path(data) / split / "subset.json"
     old = json.loads(stamp.read_text()) if stamp.is_file() else {}
@@ -114,16 +127,31 @@ def _metrics(y: np.ndarray, p: np.ndarray) -> dict:
             "recall": {k: round(v, 4) for k, v in recall.items()}}
 
 
+def _target_vad(episodes: list[Episode], lib: Library) -> np.ndarray:
+    """(N, 3) the library's VAD of each episode's target clip (one-label clips hold it constant)."""
+    missing = [e.target.motion_id for e in episodes if "vad" not in lib.entries[e.target.motion_id]]
+    if missing:
+        raise InvalidInput("motion library", f"{len(missing)} clips without VAD (e.g. {missing[0]})",
+                           f"a library with VAD labels in {lib.root / 'manifest.json'} (rebuild: affectsim motions build)")
+    return np.array([lib.entries[e.target.motion_id]["vad"] for e in episodes], float)
+
+
 def train(name: str, seed: int = 0, out: Path = CHECKPOINT_DIR, root: Path = DATASET_DIR, data: Path = DATA_DIR,
-          subset: dict | None = None, log: Callable[[str], None] = print) -> dict:
+          subset: dict | None = None, log: Callable[[str], None] = print, motions: Path = MOTIONS_DIR) -> dict:
     if name not in TRAINABLE:
         raise InvalidInput("recognizer", name, f"one of {TRAINABLE} (the others have no weights to train)")
     common = {"seed": seed, **_dataset(root), "code_version": code_version(),
               "command": f"affectsim train {name} --seed {seed}"}
+    lib = Library(motions)
     if name == "majority":
-        counts = Counter(e.emotion for e in load_split("train", root))
+        train_eps = _paper(load_split("train", root))
+        counts = Counter(e.emotion for e in train_eps)
         arr = np.array([counts[e] for e in EMOTIONS], np.int64)
-        path = _write(name, {"class_counts": arr}, {**common, "class_counts": dict(zip(EMOTIONS, arr.tolist()))}, out)
+        vad = _target_vad(train_eps, lib)
+        class_vad = np.array([vad[[e.emotion == k for e in train_eps]].mean(0) for k in EMOTIONS])
+        path = _write(name, {"class_counts": arr, "class_vad": class_vad},
+                      {**common, "class_counts": dict(zip(EMOTIONS, arr.tolist())),
+                       "class_vad": {k: [round(float(x), 4) for x in v] for k, v in zip(EMOTIONS, class_vad)}}, out)
         log(f"[train] majority: {dict(zip(EMOTIONS, arr.tolist()))} -> {path}")
         return json.loads((path / "manifest.json").read_text())
     from affectsim_eval import fitting  # torch: loaded only when a network is trained
@@ -132,24 +160,36 @@ def train(name: str, seed: int = 0, out: Path = CHECKPOINT_DIR, root: Path = DAT
     subsets = {s: ensure_clips(s, tiers, seed, root, data, log) for s, tiers in sizes.items()}
     clips = {s: load_clips(s, data) for s in sizes}
     labels = {s: np.array([c["label"] for c in clips[s][2]]) for s in sizes}
+    by_id = {s: {e.episode_id: e for e in load_split(s, root)} for s in sizes}
+    vad = {s: _target_vad([by_id[s][c["episode_id"]] for c in clips[s][2]], lib) for s in sizes}
     extra: dict = {}
     if name == "pose-temporal":
         feats = {s: np.stack([pose_features(k) for k in clips[s][0]]) for s in sizes}
         x = np.concatenate([feats["train"], np.stack([pose_features(mirror_pose(k)) for k in clips["train"][0]])])
         y = np.concatenate([labels["train"], labels["train"]])
         weights, curve = fitting.fit_pose_ensemble(x, y, feats["val"], labels["val"], seed, log)
+        head, extra["vad_head"] = fit_vad_head(x, np.concatenate([vad["train"], vad["train"]]), feats["val"],
+                                               vad["val"], log)  # VAD does not change in the mirror
+        weights.update(head)
         extra["n_features"] = int(feats["train"].shape[1])
         probs = {s: softmax(net_logits(weights, feats[s])) for s in ("val", "test")}
+        vad_pred = {s: vad_head(weights, feats[s]) for s in ("val", "test")}
     elif name == "rgb-clip":
         weights, curve = fitting.fit_rgb_clip(clips["train"][1], labels["train"], clips["val"][1], labels["val"], seed, log)
-        probs = {s: softmax(np.stack([clip_logits(weights, f) for f in clips[s][1]]) / float(weights["temperature"]))
+        vec = {s: np.stack([clip_vector(weights, f) for f in clips[s][1]]) for s in sizes}
+        head, extra["vad_head"] = fit_vad_head(vec["train"], vad["train"], vec["val"], vad["val"], log)
+        weights.update(head)
+        probs = {s: softmax((vec[s] @ weights["fc.weight"].T + weights["fc.bias"]) / float(weights["temperature"]))
                  for s in ("val", "test")}
+        vad_pred = {s: vad_head(weights, vec[s]) for s in ("val", "test")}
     else:  # committee over the shipped member checkpoints
         members = load_members()
         per = {s: member_probs(members, clips[s][0], clips[s][1]) for s in ("val", "test")}
         weights, curve = fit_committee(per["val"], labels["val"], log)
         probs = {s: np.tensordot(weights["weights"], per[s], axes=1) for s in ("val", "test")}
         extra["members"] = list(MEMBERS)
+        vad_pred = {s: np.tensordot(weights["weights"], member_vad(members, clips[s][0], clips[s][1]), axes=1)
+                    for s in ("val", "test")} if all(m.estimates_vad for m in members) else {}
     metrics = {}
     for s in ("val", "test"):
         pred = probs[s].argmax(axis=1)
@@ -159,6 +199,8 @@ def train(name: str, seed: int = 0, out: Path = CHECKPOINT_DIR, root: Path = DAT
             metrics[s][view] = _metrics(labels[s][sel], pred[sel])
         good = np.array([c["visible_fraction"] >= GOOD_VIEW for c in clips[s][2]])
         metrics[s]["good_view"] = _metrics(labels[s][good], pred[good])
+        if vad_pred:
+            metrics[s]["vad"] = vad_quality(vad[s], vad_pred[s])
     manifest = {**common, **extra, "subsets": {s: {**v, "clips": int(len(labels[s]))} for s, v in subsets.items()},
                 "training": curve, "metrics": metrics}
     path = _write(name, weights, manifest, out)

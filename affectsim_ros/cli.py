@@ -45,7 +45,7 @@ from affectsim_bridge.scene import builtin_scene_ids, load_scene
 from affectsim_core.errors import AffectSimError, InvalidInput
 from affectsim_core.names import inside
 from affectsim_core.plugins import load_plugins
-from affectsim_core.protocol import EMOTIONS, MAX_ACTIONS, MAX_PLANNER_CALLS, SPLITS
+from affectsim_core.protocol import EMOTIONS, FAMILIES, MAX_ACTIONS, MAX_PLANNER_CALLS, PAPER_FAMILIES, SPLITS
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_eval.config import DATA_DIR, EvalConfig
@@ -57,8 +57,8 @@ from affectsim_eval.runner import run_eval
 from affectsim_eval.train import SUBSET, TRAINABLE, train
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS
-from affectsim_ros import (bench_full, bench_nav, bench_perception, bench_sim, bench_soak, bench_social, bench_transfer,
-                           launcher)
+from affectsim_ros import (bench_evolving, bench_full, bench_nav, bench_perception, bench_sim, bench_soak, bench_social,
+                           bench_transfer, launcher)
 from affectsim_ros.graph import GRAPHS, launch_remaps, validate_launch_args
 from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.observe import observe
@@ -143,8 +143,13 @@ def _bench(ns: argparse.Namespace) -> int:
                          tuple(c for c in (ns.conditions or "").split(",") if c), ns.workers,
                          allow_dataset_mismatch=ns.allow_dataset_mismatch)
         return 0
+    if ns.what == "evolving":
+        bench_evolving.run(Path(ns.out) if ns.out else None, ns.episodes, ns.split, Path(ns.work) if ns.work else None,
+                           ns.workers, graph=ns.conditions != "in_process",
+                           allow_dataset_mismatch=ns.allow_dataset_mismatch)
+        return 0
     raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav, perception, full, soak, "
-                         "transfer, social")
+                         "transfer, social, evolving")
 
 
 def _observe(ns: argparse.Namespace) -> int:
@@ -165,7 +170,7 @@ def _eval(ns: argparse.Namespace) -> int:
                      ids=tuple(i for i in (ns.ids or "").split(",") if i),
                      recognizers=tuple(r for r in (ns.recognizers or ",".join(DEFAULT_RECOGNIZERS)).split(",") if r),
                      policy=ns.policy, max_actions=ns.max_actions, max_planner_calls=ns.max_planner_calls,
-                     backend=ns.backend, humans=ns.humans)
+                     backend=ns.backend, humans=ns.humans, families=tuple(ns.family or PAPER_FAMILIES))
     summary = run_eval(Path(ns.out), cfg, ns.workers, ns.ray, ns.retry_failed, Path(ns.data) if ns.data else DATA_DIR,
                        allow_dataset_mismatch=ns.allow_dataset_mismatch)
     print(f"[eval] {summary.done} episodes evaluated ({summary.failed} failed), {summary.skipped} were already stored; "
@@ -348,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="motion library for the people in the scene (static people if not built)")
     to.set_defaults(fn=_tour)
     be = sub.add_parser("bench", help="benchmarks that print measured ratios")
-    be.add_argument("what", choices=["sim", "nav", "perception", "full", "soak", "transfer", "social"])
+    be.add_argument("what", choices=["sim", "nav", "perception", "full", "soak", "transfer", "social", "evolving"])
     be.add_argument("--out", default=None, help="write results as JSON")
     be.add_argument("--episodes", type=int, default=100, help="nav: stratified test episodes (full: default 12)")
     be.add_argument("--workers", type=int, default=2, help="nav, social: worker processes")
@@ -363,7 +368,7 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--repeats", type=int, default=2, help="transfer: runs of the continuous-time condition")
     be.add_argument("--real-time-factor", type=float, default=1.0, help="transfer: the free-running bridge's pace")
     be.add_argument("--conditions", default=None, help="transfer, social: run only these (comma-separated), e.g. "
-                    "lockstep, reactive_baseline")
+                    "lockstep, reactive_baseline; evolving: in_process to skip the graph run")
     be.add_argument("--work", default=None, help="transfer, social: directory of the per-condition runs (resumed)")
     be.set_defaults(fn=_bench)
     ob = sub.add_parser("observe", help="one acquisition on the robot on the graph: every recognizer's prediction, "
@@ -390,6 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--humans", default="scripted", choices=HUMANS_MODES,
                     help="scripted: people replay their motion (the paper's protocol); reactive: they notice the "
                          "robot and respond according to their emotion (docs/reactive_humans.md)")
+    ev.add_argument("--family", action="append", choices=FAMILIES, default=None,
+                    help="episode family of the subset or split (repeat for several; default: the paper's three; "
+                         "evolving: emotions that change within the episode, docs/affect.md)")
     ev.add_argument("--max-actions", type=int, default=MAX_ACTIONS)
     ev.add_argument("--max-planner-calls", type=int, default=MAX_PLANNER_CALLS)
     ev.add_argument("--data", default=None, help="directory with motions/, scenes/, episodes/ (default: data/)")

@@ -18,7 +18,7 @@ from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
 from affectsim_bridge.humans.reactive import HUMANS_MODES
 from affectsim_bridge.scene import resolve_scene_path
 from affectsim_core.errors import InvalidInput
-from affectsim_core.protocol import MODES, SPLITS
+from affectsim_core.protocol import FAMILIES, MODES, PAPER_FAMILIES, SPLITS
 from affectsim_core.ros.topics import TOPICS
 from affectsim_nav.base_control import EXECUTIONS
 from affectsim_nav.policy import POLICIES
@@ -121,6 +121,10 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    node="evaluator", param_type=lambda v: v == "true"),
     LaunchArgument("episode_attempts", "3", "evaluator: times an episode is evaluated before it is stored as failed",
                    check=_int_in(1, 10), expected="an integer in [1, 10]", node="evaluator", param_type=int),
+    LaunchArgument("families", ",".join(PAPER_FAMILIES), "evaluator: comma-separated episode families the subset or "
+                   "split is drawn from (the paper's three; evolving: emotions that change, docs/affect.md)",
+                   check=lambda v: bool(_names(v)) and all(f in FAMILIES for f in _names(v)),
+                   expected=f"comma-separated families of {', '.join(FAMILIES)}", node="evaluator", param_type=_names),
     LaunchArgument("humans", "scripted", "evaluator: people replay their motion (scripted, the paper's protocol) "
                    "or notice the robot and respond according to their emotion (reactive)", choices=HUMANS_MODES,
                    node="evaluator"),

@@ -129,3 +129,22 @@ def test_correlations_on_hand_computed_series():
         vad_scores(np.zeros((3, 3)), np.zeros((3, 2)))
     with pytest.raises(InvalidInput, match="values"):
         pearson([1, float("nan")], [1, 2])
+
+
+def test_a_vad_head_is_fit_on_train_chooses_its_strength_on_val_and_stays_in_range():
+    from affectsim_eval.vad_fit import fit_vad_head, vad_quality
+    from affectsim_perception.recognizers.vad_head import has_vad_head, vad_head
+
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=(20, 3)) * 0.15
+    x, xv = rng.normal(size=(400, 20)), rng.normal(size=(200, 20))
+    y = np.clip(x @ w + 0.05 * rng.normal(size=(400, 3)), -1, 1)
+    yv = np.clip(xv @ w, -1, 1)
+    arrays, record = fit_vad_head(x, y, xv, yv, log=lambda m: None)
+    assert has_vad_head(arrays) and record["alpha"] <= 10 and set(record["val_mean_ccc_by_alpha"]) == {
+        "0.1", "1.0", "10.0", "100.0", "1000.0", "10000.0"}
+    q = vad_quality(yv, vad_head(arrays, xv))
+    assert all(q[d]["ccc"] > 0.95 for d in ("valence", "arousal", "dominance"))
+    assert np.abs(vad_head(arrays, 100 * xv)).max() <= 1  # clipped
+    noise, _ = fit_vad_head(x, rng.uniform(-1, 1, (400, 3)), xv, rng.uniform(-1, 1, (200, 3)), log=lambda m: None)
+    assert vad_quality(yv, vad_head(noise, xv))["valence"]["ccc"] < 0.3  # nothing learned from noise

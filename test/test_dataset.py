@@ -138,3 +138,42 @@ def test_balance_problems_name_a_missing_emotion_and_a_leaking_context(small):
     assert balance_problems(no_sad, fine) == {"split_missing_emotion:train:action_grounded": "sad"}
     leak = balance_problems({}, {**fine, "macro_f1": 0.76})
     assert leak == {"dyadic_context_predicts_label": "context-only Macro-F1 0.76 > 0.35"}
+
+
+def test_the_evolving_family_is_performer_disjoint_plays_from_the_start_and_is_chosen_explicitly(small):
+    from affectsim_eval.config import EvalConfig, select_episodes
+
+    root, manifest = small
+    eps = {s: [e for e in load_split(s, root / "episodes") if e.family == "evolving"] for s in ("train", "val", "test")}
+    assert all(eps.values()), {s: len(v) for s, v in eps.items()}  # every split has evolving episodes
+    performers = {s: {e.group for e in v} for s, v in eps.items()}
+    assert not performers["train"] & performers["val"] and not performers["val"] & performers["test"]
+    assert not performers["train"] & performers["test"]
+    lib = Library(root / "motions")
+    for e in eps["test"]:
+        assert e.target.phase == 0.0 and e.episode_id.startswith("test_ev_")
+        assert len(lib.load(e.target.motion_id).segments) > 1 and e.emotion == lib.entries[e.target.motion_id]["emotion"]
+    assert all(s["families"].get("evolving") for s in manifest["splits"].values())
+    # the default subset keeps the paper's families; evolving ones are asked for
+    default = select_episodes(EvalConfig(episodes=0), root)
+    assert default and all(e.family != "evolving" for e in default)
+    chosen = select_episodes(EvalConfig(episodes=2, families=("evolving",)), root)
+    assert chosen and all(e.family == "evolving" for e in chosen)
+    with pytest.raises(InvalidInput, match="families"):
+        EvalConfig(families=("cyclic",)).validate()
+    bad = replace(eps["test"][0], humans=(replace(eps["test"][0].target, phase=1.0),))  # validation catches it
+    from affectsim_eval.dataset import inspect
+
+    inspect._init(str(root / "motions"), str(root / "scenes"))
+    from affectsim_bridge.scene import load_scene
+    from affectsim_eval.dataset.composer import SceneContext
+
+    ctx = SceneContext(load_scene(bad.scene_id, root / "scenes"))
+    try:
+        assert "evolving_phase_not_zero" in inspect.check_episode_in_scene(ctx, bad)
+        assert inspect.check_episode_in_scene(ctx, eps["test"][0]) == []
+        wrong = replace(bad, family="observation_controlled", challenge="far_visible",
+                        humans=(eps["test"][0].target,))
+        assert "evolving_clip_mismatch" in inspect.check_episode_in_scene(ctx, wrong)
+    finally:
+        ctx.close()

@@ -38,13 +38,14 @@ from affectsim_core.protocol import CHALLENGES, SPLITS
 from affectsim_eval.dataset.composer import SceneContext, describe, place_target, robot_start
 from affectsim_eval.dataset.episodes import DATASET_DIR, dataset_version, write_split
 
-TARGETS = {  # Table 2 of the paper
-    "train": {"action_grounded": 11999, "observation_controlled": 6643, "dyadic": 1020},
-    "val": {"action_grounded": 3003, "observation_controlled": 831, "dyadic": 210},
-    "test": {"action_grounded": 2899, "observation_controlled": 832, "dyadic": 210},
+TARGETS = {  # Table 2 of the paper, and the evolving family (about 1,500 episodes, performer-disjoint)
+    "train": {"action_grounded": 11999, "observation_controlled": 6643, "dyadic": 1020, "evolving": 1050},
+    "val": {"action_grounded": 3003, "observation_controlled": 831, "dyadic": 210, "evolving": 225},
+    "test": {"action_grounded": 2899, "observation_controlled": 832, "dyadic": 210, "evolving": 225},
 }
 AG_SPLIT = {**{f"AG{i:02d}": "train" for i in range(1, 9)}, "AG09": "val", "AG10": "val", "AG11": "test", "AG12": "test"}
-FAMILY_CODE = {"action_grounded": "ag", "observation_controlled": "oc", "dyadic": "dy"}
+EV_HELD_OUT = 0.15  # share of the evolving performers in each of val and test (at least one each)
+FAMILY_CODE = {"action_grounded": "ag", "observation_controlled": "oc", "dyadic": "dy", "evolving": "ev"}
 RETRIES = 6
 # placements of the target tried per scene before the challenge counts as not realised there: a
 # detour to every informative viewpoint exists for about one placement in eight
@@ -78,7 +79,19 @@ def split_groups(lib: Library, seed: int) -> dict[str, dict[str, list]]:
     dy = [ids[k] for k in range(max(map(len, per.values()), default=0)) for ids in per.values() if k < len(ids)]
     n = round(len(dy) * 7 / 48)
     out["val"]["dyadic"], out["test"]["dyadic"], out["train"]["dyadic"] = sorted(dy[:n]), sorted(dy[n:2 * n]), sorted(dy[2 * n:])
+    split = evolving_split(lib)
+    for s in SPLITS:
+        out[s]["evolving"] = sorted(e["id"] for e in lib.manifest["clips"]
+                                    if e["family"] == "evolving" and split.get(e["performer"]) == s)
     return out
+
+
+def evolving_split(lib: Library) -> dict[str, str]:
+    """Evolving performer -> split: the last :data:`EV_HELD_OUT` of them (in id order, at least one
+    each when there are three or more) for test, the ones before for val, the rest train."""
+    ids = sorted({e["performer"] for e in lib.manifest["clips"] if e["family"] == "evolving"})
+    k = max(1, round(EV_HELD_OUT * len(ids))) if len(ids) >= 3 else 0
+    return {p: "test" if i >= len(ids) - k else "val" if i >= len(ids) - 2 * k else "train" for i, p in enumerate(ids)}
 
 
 def plan_jobs(lib: Library, scenes: list[dict], seed: int, scale: float = 1.0) -> list[dict]:
@@ -158,7 +171,8 @@ def compose_job(ctx: SceneContext, job: dict) -> tuple[Episode | None, str]:
                 return None, {"seated": "no_matching_support", "sit_down": "no_matching_support",
                               "knock": "no_free_door"}.get(m.action, "no_free_floor")
             place, info = found
-            place = replace(place, phase=float(rng.uniform(0, m.duration)))
+            # an evolving clip plays once from the episode's start; the others from a random phase
+            place = replace(place, phase=0.0 if job["family"] == "evolving" else float(rng.uniform(0, m.duration)))
             start = robot_start(ctx, place, 0.0, job["challenge"], job["challenge"] is None, rng)
             if start is not None:
                 break

@@ -75,6 +75,10 @@ def check_episode_in_scene(ctx: SceneContext, ep: Episode) -> list[str]:
     m = target.motion
     if m.emotion != ep.emotion:
         problems.append("label_mismatch")
+    if (ep.family == "evolving") != (len(m.segments) > 1):  # an evolving episode, and only one, has a changing clip
+        problems.append("evolving_clip_mismatch")
+    elif ep.family == "evolving" and target.phase != 0.0:  # it plays once from the episode's start
+        problems.append("evolving_phase_not_zero")
     place = ep.placement
     if m.action in ("seated", "sit_down"):
         sups = {s.furniture_id: s for s in ctx.scene.supports()}

@@ -2,7 +2,8 @@
 
 Each member's temperature-calibrated probabilities are averaged with weights fit on the val
 split (``affectsim train committee``: the simplex grid point with the best val macro-F1), in the
-spirit of E3mo-Score's agreement-weighted ensembles. Members share one BlazePose pass.
+spirit of E3mo-Score's agreement-weighted ensembles; so are the members' VAD estimates, when both
+make one. Members share one BlazePose pass.
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ def member_probs(members, poses: np.ndarray, small: np.ndarray) -> np.ndarray:
                      np.stack([rgb.predict_small(np.asarray(s)).probs for s in small])])
 
 
+def member_vad(members, poses: np.ndarray, small: np.ndarray) -> np.ndarray:
+    """(M, N, 3) member VAD estimates for N clips (members with VAD heads)."""
+    pose, rgb = members
+    return np.stack([np.stack([pose.predict_pose(k).vad for k in poses]),
+                     np.stack([rgb.predict_small(np.asarray(s)).vad for s in small])])
+
+
 class _NoDetector:
     def detect(self, rgb):
         raise RuntimeError("poses are precomputed here")
@@ -51,11 +59,14 @@ class Committee(Recognizer):
             detector = BlazePose(video=True)
         self.detector = detector
         self.members = load_members(detector)
+        self.estimates_vad = all(m.estimates_vad for m in self.members)
 
     def predict(self, clip: ClipInput) -> Prediction:
-        probs = member_probs(self.members, clip_pose(self.detector, clip.frames)[None],
-                             small_frames(clip.frames)[None])[:, 0]
-        return Prediction.from_probs(np.tensordot(self.weights, probs, axes=1))
+        pose, rgb = self.members
+        preds = (pose.predict_pose(clip_pose(self.detector, clip.frames)), rgb.predict_small(small_frames(clip.frames)))
+        probs = np.stack([p.probs for p in preds])
+        vad = np.tensordot(self.weights, np.stack([p.vad for p in preds]), axes=1) if self.estimates_vad else None
+        return Prediction.from_probs(np.tensordot(self.weights, probs, axes=1), vad=vad)
 
     def close(self) -> None:
         self.detector.close()

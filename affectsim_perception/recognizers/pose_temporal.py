@@ -29,6 +29,7 @@ import numpy as np
 
 from affectsim_core.errors import InvalidInput
 from affectsim_perception.person_model import BlazePose, clip_pose
+from affectsim_perception.recognizers.vad_head import has_vad_head, vad_head
 from affectsim_perception.recognizers.base import (
     RECOGNIZERS,
     ClipInput,
@@ -240,6 +241,7 @@ class PoseTemporal(Recognizer):
             detector = BlazePose(video=True)
         self.detector = detector
         self.net = TemporalEnsemble(self.weights)
+        self.estimates_vad = has_vad_head(self.weights)
 
     def predict(self, clip: ClipInput) -> Prediction:
         return self.predict_pose(clip_pose(self.detector, clip.frames))
@@ -247,9 +249,11 @@ class PoseTemporal(Recognizer):
     def predict_pose(self, pose: np.ndarray) -> Prediction:
         """From a precomputed (8, 33, 6) clip pose (``person_model.clip_pose``)."""
         detail = "" if pose[:, :, 2].max() > 0 else "no person detected in any frame"
+        x = pose_features(pose)[None]
         with single_threaded_blas():
-            probs = softmax(self.net.logits(pose_features(pose)[None]))[0]
-        return Prediction.from_probs(probs, detail)
+            probs = softmax(self.net.logits(x))[0]
+            vad = vad_head(self.weights, x)[0] if self.estimates_vad else None
+        return Prediction.from_probs(probs, detail, vad)
 
     def close(self) -> None:
         self.detector.close()

@@ -1,6 +1,8 @@
 """Reference recognizers for the report, clearly not models of emotion.
 
-- ``majority``: always the most frequent class of the train split (counts in its checkpoint).
+- ``majority``: always the most frequent class of the train split (counts in its checkpoint) and,
+  when its checkpoint has them, the train split's mean VAD of that class (a floor for VAD measures:
+  a constant estimate has no correlation).
 - ``uniform``: chance; uniform probabilities and a label drawn from the clip's hash (the same
   clip always gets the same label, different clips are independent draws).
 """
@@ -20,14 +22,17 @@ class Majority(Recognizer):
     name = "majority"
 
     def __init__(self, checkpoint: str = "majority") -> None:
-        counts = load_checkpoint(checkpoint, required=("class_counts",)).arrays["class_counts"].astype(float)
+        arrays = load_checkpoint(checkpoint, required=("class_counts",)).arrays
+        counts = arrays["class_counts"].astype(float)
         self.probs = counts / counts.sum()
         self.label = EMOTIONS[int(np.argmax(counts))]
+        self.vad = np.clip(arrays["class_vad"][int(np.argmax(counts))], -1, 1) if "class_vad" in arrays else None
+        self.estimates_vad = self.vad is not None
 
     def predict(self, clip: ClipInput) -> Prediction:
         p = np.zeros(len(EMOTIONS))
         p[EMOTIONS.index(self.label)] = 1.0
-        return Prediction(p, self.label, "ok", "train-split majority class")
+        return Prediction(p, self.label, "ok", "train-split majority class", self.vad)
 
 
 @RECOGNIZERS.register("uniform")

@@ -21,6 +21,7 @@ from affectsim_perception.recognizers.base import (
     single_threaded_blas,
 )
 from affectsim_perception.recognizers.pose_temporal import softmax
+from affectsim_perception.recognizers.vad_head import has_vad_head, vad_head
 
 SIZE = 64
 CHANNELS = (16, 32, 64)
@@ -38,15 +39,19 @@ def _conv_s2(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.einsum("nchwij,ocij->nohw", win, w, optimize=True) + b[None, :, None, None]
 
 
-def clip_logits(weights: dict[str, np.ndarray], small: np.ndarray) -> np.ndarray:
-    """(5,) logits (before the temperature) for (8, 64, 64, 3) uint8 frames."""
+def clip_vector(weights: dict[str, np.ndarray], small: np.ndarray) -> np.ndarray:
+    """(192,) clip vector (per-frame CNN, mean, deviation and mean change over frames) for (8, 64, 64, 3) uint8 frames."""
     x = (small.astype(np.float32) / 255.0 - weights["mean"]) / weights["std"]
     h = x.transpose(0, 3, 1, 2)
     for i in range(len(CHANNELS)):
         h = np.maximum(_conv_s2(h, weights[f"conv{i}.weight"], weights[f"conv{i}.bias"]), 0.0)
     f = h.mean(axis=(2, 3))  # (8, 64)
-    z = np.concatenate([f.mean(0), f.std(0), np.abs(np.diff(f, axis=0)).mean(0)])
-    return z @ weights["fc.weight"].T + weights["fc.bias"]
+    return np.concatenate([f.mean(0), f.std(0), np.abs(np.diff(f, axis=0)).mean(0)])
+
+
+def clip_logits(weights: dict[str, np.ndarray], small: np.ndarray) -> np.ndarray:
+    """(5,) logits (before the temperature) for (8, 64, 64, 3) uint8 frames."""
+    return clip_vector(weights, small) @ weights["fc.weight"].T + weights["fc.bias"]
 
 
 @RECOGNIZERS.register("rgb-clip")
@@ -56,11 +61,14 @@ class RgbClip(Recognizer):
     def __init__(self, checkpoint: str = "rgb-clip") -> None:
         self.weights = load_checkpoint(checkpoint, required=("mean", "std", "conv0.weight", "conv0.bias", "fc.weight",
                                                              "fc.bias", "temperature")).arrays
+        self.estimates_vad = has_vad_head(self.weights)
 
     def predict(self, clip: ClipInput) -> Prediction:
         return self.predict_small(small_frames(clip.frames))
 
     def predict_small(self, small: np.ndarray) -> Prediction:
         with single_threaded_blas():
-            z = clip_logits(self.weights, small) / float(self.weights["temperature"])
-        return Prediction.from_probs(softmax(z.astype(np.float64)))
+            v = clip_vector(self.weights, small)
+            z = (v @ self.weights["fc.weight"].T + self.weights["fc.bias"]) / float(self.weights["temperature"])
+            vad = vad_head(self.weights, v[None])[0] if self.estimates_vad else None
+        return Prediction.from_probs(softmax(z.astype(np.float64)), vad=vad)
