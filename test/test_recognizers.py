@@ -155,3 +155,44 @@ def test_rendering_reuses_cached_clips_and_resumes_where_it_was_interrupted(tmp_
     np.testing.assert_array_equal(grown[0], fresh[0])
     np.testing.assert_array_equal(grown[1], fresh[1])
     assert sorted(p.name for p in (tmp_path / "grown").iterdir()) == ["val"]  # the parts are gone
+
+
+class _CountingDetector:
+    """A video-mode BlazePose that counts its frames (to check each stream frame is posed once)."""
+
+    def __init__(self):
+        from affectsim_perception.person_model import BlazePose
+
+        self.inner, self.frames = BlazePose(video=True), 0
+        self.video = True
+
+    def reset(self):
+        self.inner.reset()
+
+    def detect(self, rgb):
+        self.frames += 1
+        return self.inner.detect(rgb)
+
+    def close(self):
+        self.inner.close()
+
+
+@pytest.mark.parametrize("name", ["pose-temporal", "committee"])
+def test_streams_pose_every_frame_once_and_label_each_window_from_that_pass(name, clips):
+    from affectsim_perception.person_model import clear_pose_cache, clip_pose
+    from affectsim_perception.recognizers.base import StreamInput
+
+    frames = np.concatenate([clips[0].frames, clips[1].frames[:5]])  # 13 frames: windows at 0, 2, 4
+    stream = StreamInput(frames, np.arange(13) * 0.25)
+    clear_pose_cache()
+    det = _CountingDetector()
+    rec = RECOGNIZERS.create(name, detector=det)
+    got = rec.predict_stream(stream, stride=2)
+    assert det.frames == 13 and [t for t, _ in got] == [0.875, 1.375, 1.875]
+    pose = clip_pose(det, frames)  # the same pass (memoised), the person tracked through all 13 frames
+    for (t, p), i in zip(got, (0, 2, 4)):
+        want = (rec.predict_pose(pose[i:i + 8]) if name == "pose-temporal"
+                else rec._vote(pose[i:i + 8], frames[i:i + 8]))
+        assert p.label == want.label and np.array_equal(p.probs, want.probs)
+    assert got[0][1].label == rec.predict(clips[0]).label  # first window: the first clip, posed afresh
+    rec.close()

@@ -84,15 +84,21 @@ class StreamInput:
         if self.depth is not None and (self.depth.shape != f.shape[:3] or self.depth.dtype != np.float32):
             raise InvalidInput("stream.depth", (self.depth.shape, str(self.depth.dtype)), f"None or {f.shape[:3]} float32")
 
-    def windows(self, stride: int = 1) -> list[tuple[float, ClipInput]]:
-        """(centre time s, clip) of every window of 8 consecutive frames, every ``stride`` frames."""
+    def starts(self, stride: int = 1) -> list[tuple[int, float]]:
+        """(first frame index, centre time s) of every window of 8 consecutive frames, every
+        ``stride`` frames."""
         if not isinstance(stride, int) or stride < 1:
             raise InvalidInput("stride", stride, "a whole number of frames >= 1")
+        t = np.asarray(self.times, float)
+        return [(i, float(0.5 * (t[i] + t[i + CLIP_FRAMES - 1])))
+                for i in range(0, len(self.frames) - CLIP_FRAMES + 1, stride)]
+
+    def windows(self, stride: int = 1) -> list[tuple[float, ClipInput]]:
+        """(centre time s, clip) of every window of 8 consecutive frames, every ``stride`` frames."""
         out = []
-        for i in range(0, len(self.frames) - CLIP_FRAMES + 1, stride):
-            t = np.asarray(self.times[i:i + CLIP_FRAMES], float)
+        for i, c in self.starts(stride):
             d = None if self.depth is None else self.depth[i:i + CLIP_FRAMES]
-            out.append((float(0.5 * (t[0] + t[-1])), ClipInput(self.frames[i:i + CLIP_FRAMES], d, t)))
+            out.append((c, ClipInput(self.frames[i:i + CLIP_FRAMES], d, np.asarray(self.times[i:i + CLIP_FRAMES], float))))
         return out
 
 

@@ -11,7 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 from affectsim_perception.person_model import BlazePose, clip_pose
-from affectsim_perception.recognizers.base import RECOGNIZERS, ClipInput, Prediction, Recognizer, load_checkpoint
+from affectsim_core.protocol import CLIP_FRAMES
+from affectsim_perception.recognizers.base import (
+    RECOGNIZERS,
+    ClipInput,
+    Prediction,
+    Recognizer,
+    StreamInput,
+    load_checkpoint,
+)
 from affectsim_perception.recognizers.pose_temporal import PoseTemporal
 from affectsim_perception.recognizers.rgb_clip import RgbClip, small_frames
 
@@ -62,8 +70,18 @@ class Committee(Recognizer):
         self.estimates_vad = all(m.estimates_vad for m in self.members)
 
     def predict(self, clip: ClipInput) -> Prediction:
+        return self._vote(clip_pose(self.detector, clip.frames), clip.frames)
+
+    def predict_stream(self, stream: StreamInput, stride: int = 1) -> list[tuple[float, Prediction]]:
+        """As ``pose-temporal``'s: one BlazePose pass tracks the person through the whole stream."""
+        pose = clip_pose(self.detector, stream.frames)
+        return [(t, self._vote(pose[i:i + CLIP_FRAMES], stream.frames[i:i + CLIP_FRAMES]))
+                for i, t in stream.starts(stride)]
+
+    def _vote(self, window_pose: np.ndarray, frames: np.ndarray) -> Prediction:
+        """The weighted vote on one window: its pose (8, 33, 6) and its frames (8, 224, 224, 3)."""
         pose, rgb = self.members
-        preds = (pose.predict_pose(clip_pose(self.detector, clip.frames)), rgb.predict_small(small_frames(clip.frames)))
+        preds = (pose.predict_pose(window_pose), rgb.predict_small(small_frames(frames)))
         probs = np.stack([p.probs for p in preds])
         vad = np.tensordot(self.weights, np.stack([p.vad for p in preds]), axes=1) if self.estimates_vad else None
         return Prediction.from_probs(np.tensordot(self.weights, probs, axes=1), vad=vad)

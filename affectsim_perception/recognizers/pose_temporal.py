@@ -35,6 +35,7 @@ from affectsim_perception.recognizers.base import (
     ClipInput,
     Prediction,
     Recognizer,
+    StreamInput,
     load_checkpoint,
     single_threaded_blas,
 )
@@ -245,6 +246,13 @@ class PoseTemporal(Recognizer):
 
     def predict(self, clip: ClipInput) -> Prediction:
         return self.predict_pose(clip_pose(self.detector, clip.frames))
+
+    def predict_stream(self, stream: StreamInput, stride: int = 1) -> list[tuple[float, Prediction]]:
+        """Every window's prediction from one BlazePose pass over the whole stream: the person is
+        tracked from frame to frame through the stream (not restarted per window, as
+        :meth:`predict` of each window would), so every frame's pose is computed once."""
+        pose = clip_pose(self.detector, stream.frames)
+        return [(t, self.predict_pose(pose[i:i + FRAMES])) for i, t in stream.starts(stride)]
 
     def predict_pose(self, pose: np.ndarray) -> Prediction:
         """From a precomputed (8, 33, 6) clip pose (``person_model.clip_pose``)."""
