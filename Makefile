@@ -27,8 +27,7 @@ bench: setup  ## the main job: the benchmark through the ROS graph on a stratifi
 	test -f data/motions/manifest.json || $(VENV)/bin/affectsim motions build
 	test -f data/scenes/manifest.json || $(VENV)/bin/affectsim scenes build
 	test -f data/episodes/manifest.json || $(VENV)/bin/affectsim dataset build
-	# allow_dataset_mismatch until the checkpoints are retrained on the current dataset version (issue 16)
-	$(VENV)/bin/affectsim launch bench episodes:=$(BENCH_EPISODES) output_dir:=results/bench allow_dataset_mismatch:=true
+	$(VENV)/bin/affectsim launch bench episodes:=$(BENCH_EPISODES) output_dir:=results/bench
 	@echo "report: results/bench/report.md"
 
 clean:
