@@ -11,7 +11,8 @@ Action servers (``affectsim_interfaces/action``):
 Feedback after every step: stage, actions and planner calls used, path length, last detection.
 One goal runs at a time: a new goal preempts the running one (which ends ``aborted``), a cancel
 ends it ``cancelled``; bad goals and failures end the goal with the reason and the node keeps
-serving. Parameter ``execution``: ``lockstep`` applies each primitive action through the bridge's
+serving. The action servers appear once every input topic has a publisher (bridge or robot driver).
+Parameter ``execution``: ``lockstep`` applies each primitive action through the bridge's
 ``/affectsim/apply_action``; ``cmd_vel`` drives it in continuous time through ``/cmd_vel`` from the
 robot's odometry and laser, with no ``/affectsim/*`` interface (a robot, or the bridge in
 ``free_run``); ``nav2`` sends a policy's point-to-point goals to Nav2's ``NavigateToPose``.
@@ -100,6 +101,7 @@ class NavNode(Node):
         self._idle = threading.Event()
         self._idle.set()
         self.episode: ActiveEpisode | None = None
+        self.io.wait_for_publishers(log=self.get_logger().info)  # a goal before that could miss its first frame
         group = ReentrantCallbackGroup()
         for typ, name, run in ((AcquireObservation, "acquire_observation", self._acquire),
                                (SearchPerson, "search_person", self._search),

@@ -232,3 +232,33 @@ def test_a_goal_future_is_registered_once_under_the_lock_that_guards_replies():
     finally:
         node.destroy_node()
         rclpy.shutdown(context=ctx)
+
+
+def test_a_client_waits_until_its_topics_have_publishers():
+    """A lockstep bridge publishes each frame once: a node must not serve goals before its subscriptions
+    have matched (the nav node test once got no first frame and aborted). Real DDS, one process."""
+    code = """
+import rclpy
+from sensor_msgs.msg import Image
+from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.topics import TOPICS
+rclpy.init()
+client = BridgeClient('probe', topics=('rgb',), services=False)
+try:
+    client.wait_for_publishers(timeout=1.0)
+except TimeoutError as exc:
+    print('refused:', exc, flush=True)
+node = rclpy.create_node('camera')
+node.create_publisher(Image, TOPICS['rgb'], 10)
+client.wait_for_publishers(timeout=60.0)
+print('matched', flush=True)
+client.close()
+node.destroy_node()
+rclpy.shutdown()
+"""
+    out = subprocess.run([sys.executable, "-c", code], env=loopback_env(pick_domain_id()), capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0].startswith("refused: no publisher on /head_camera/rgb/image_raw within 1 s"), out.stdout
+    assert lines[-1] == "matched"

@@ -113,7 +113,7 @@ def test_ros_and_offline_runs_give_identical_trajectories(graph, library):
                                     desc or None)
             off = run_active(SimulatorWorld(backend), info, policy, 10, max_actions=budget)
             ros_traj = [(p.x, p.y, p.theta) for p in res.trajectory]
-            assert ros_traj == [(x, y, th) for _, x, y, th in off.log.trajectory], f"case {k}"
+            assert ros_traj == [(x, y, th) for _, x, y, th in off.log.trajectory], f"case {k}: {res.outcome} {res.message}"
             assert res.outcome == off.outcome and res.planner_calls == off.log.planner_calls
             assert res.handoff_step == (-1 if off.log.handoff_step is None else off.log.handoff_step)
             assert math.isclose(res.path_length, off.log.path_length, abs_tol=1e-9)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import Any, Callable
 
 import rclpy
 from geometry_msgs.msg import Pose2D as Pose2DMsg
@@ -66,10 +66,11 @@ class BridgeClient:
         rel = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
         deep = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)  # /tf: 50 Hz, 2 s of history
+        self._subs = {}
         for key in topics:
             topic, typ = TOPICS[key] if key in TOPICS else LATCHED[key]
             qos = (deep if key == "tf" else rel) if key in TOPICS else latched
-            self.node.create_subscription(typ, topic, lambda m, k=key: self._store(k, m), qos)
+            self._subs[key] = self.node.create_subscription(typ, topic, lambda m, k=key: self._store(k, m), qos)
         if services:
             self._load = self.node.create_client(LoadWorld, SERVICES["load_world"])
             self._step = self.node.create_client(ApplyAction, SERVICES["apply_action"])
@@ -117,6 +118,23 @@ class BridgeClient:
     def wait_for_stamp(self, key: str, stamp, timeout: float = 10.0) -> Any:
         t = from_time(stamp)
         return self.wait_for(key, lambda m: abs(from_time(m.header.stamp) - t) < 1e-6, timeout)
+
+    def wait_for_publishers(self, log: Callable[[str], None] | None = None, every: float = 10.0,
+                            timeout: float | None = None) -> None:
+        """Block until each subscribed topic has a matched publisher. A lockstep bridge publishes a
+        frame once per load or action: one published before this client's subscriptions matched
+        never arrives, so a node serves requests only once this returns. ``log`` gets the topics
+        still unmatched every ``every`` s; ``timeout`` (s) None: wait for ever, else TimeoutError."""
+        start = last = time.monotonic()
+        while missing := [s.topic_name for s in self._subs.values() if s.get_publisher_count() == 0]:
+            now = time.monotonic()
+            if timeout is not None and now - start > timeout:
+                raise TimeoutError(f"no publisher on {', '.join(missing)} within {timeout:.0f} s "
+                                   "(is the bridge or the robot's driver running?)")
+            if log is not None and now - last >= every:
+                log(f"waiting for a publisher on {', '.join(missing)} (is the bridge or the robot's driver running?)")
+                last = now
+            time.sleep(0.05)
 
     def wait_for_bridge(self, timeout: float = 60.0) -> None:
         for cli, name in ((self._load, SERVICES["load_world"]), (self._step, SERVICES["apply_action"])):
