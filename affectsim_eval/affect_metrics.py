@@ -115,8 +115,9 @@ def _xy(x: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndarray]
 def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
     """Pearson correlation; None when either series is constant."""
     a, b = _xy(x, y)
-    sa, sb = a.std(), b.std()
-    return float(((a - a.mean()) * (b - b.mean())).mean() / (sa * sb)) if sa > 0 and sb > 0 else None
+    if a.min() == a.max() or b.min() == b.max():  # not std() == 0: the mean of equal floats can be off by an ulp
+        return None
+    return float(((a - a.mean()) * (b - b.mean())).mean() / (a.std() * b.std()))
 
 
 def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
