@@ -87,6 +87,7 @@ def test_ros_graph_records_equal_in_process_records_and_mcap_is_readable(small_d
         assert n == (8 if not off[ids[0]]["a_obs"]["fallback"] else 0)
 
 
+@pytest.mark.slow  # ~50 s: keeps `make test` under 10 min; the in-process reactive test (test_reactive.py) stays fast
 def test_reactive_people_give_the_same_records_through_the_graph_and_in_process(small_data, tmp_path):
     data, _ = small_data
     ids = tuple(e.episode_id for e in load_split("test", data / "episodes") if e.family == "action_grounded")[:2]
