@@ -128,10 +128,14 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
 
 def ccc(x: Sequence[float], y: Sequence[float]) -> float | None:
     """Lin's concordance correlation 2 cov / (var x + var y + (mean x - mean y)^2) (population
-    moments); None when both series are constant and equal."""
+    moments); 0 when one series is constant, None when both are constant and equal."""
     a, b = _xy(x, y)
     denom = a.var() + b.var() + (a.mean() - b.mean()) ** 2
-    return float(2 * ((a - a.mean()) * (b - b.mean())).mean() / denom) if denom > 0 else None
+    if denom <= 0:
+        return None
+    if a.min() == a.max() or b.min() == b.max():
+        return 0.0  # no covariance with a constant series (numpy's would be ±1e-18: "-0.00")
+    return float(2 * ((a - a.mean()) * (b - b.mean())).mean() / denom)
 
 
 def vad_scores(true: np.ndarray, pred: np.ndarray) -> dict[str, dict[str, float | None]]:

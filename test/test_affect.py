@@ -124,6 +124,7 @@ def test_correlations_on_hand_computed_series():
     assert spearman([1, 2, 3, 4], [1, 8, 27, 64]) == pytest.approx(1)  # monotone, not linear
     assert pearson([1, 1, 1], [1, 2, 3]) is None and ccc([2, 2], [2, 2]) is None
     assert pearson([1, 2, 3, 4, 5, 6, 7], [0.1] * 7) is None  # numpy's std of seven 0.1s is 1.4e-17, not 0
+    assert ccc([0, 1, 4], [0.7] * 3) == 0.0  # not numpy's -8.6e-33
     scores = vad_scores(np.array([[0, 0, 0], [1, 1, 1], [2, 2, 3]]), np.array([[0, 0, 1], [1, 2, 1], [2, 1, 0]]))
     assert scores["valence"]["pearson"] == pytest.approx(1) and scores["dominance"]["pearson"] < 0
     with pytest.raises(InvalidInput, match="pred"):
