@@ -112,10 +112,15 @@ def _xy(x: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndarray]
     return a, b
 
 
+def _constant(a: np.ndarray) -> bool:
+    """All values equal (not std() == 0: numpy's mean of equal floats can be off by an ulp)."""
+    return bool(a.min() == a.max())
+
+
 def pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
     """Pearson correlation; None when either series is constant."""
     a, b = _xy(x, y)
-    if a.min() == a.max() or b.min() == b.max():  # not std() == 0: the mean of equal floats can be off by an ulp
+    if _constant(a) or _constant(b):
         return None
     return float(((a - a.mean()) * (b - b.mean())).mean() / (a.std() * b.std()))
 
@@ -133,7 +138,7 @@ def ccc(x: Sequence[float], y: Sequence[float]) -> float | None:
     denom = a.var() + b.var() + (a.mean() - b.mean()) ** 2
     if denom <= 0:
         return None
-    if a.min() == a.max() or b.min() == b.max():
+    if _constant(a) or _constant(b):
         return 0.0  # no covariance with a constant series (numpy's would be ±1e-18: "-0.00")
     return float(2 * ((a - a.mean()) * (b - b.mean())).mean() / denom)
 

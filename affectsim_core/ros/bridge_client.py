@@ -126,13 +126,13 @@ class BridgeClient:
         never arrives, so a node serves requests only once this returns. ``log`` gets the topics
         still unmatched every ``every`` s; ``timeout`` (s) None: wait for ever, else TimeoutError."""
         start = last = time.monotonic()
+        hint = "(is the bridge or the robot's driver running?)"
         while missing := [s.topic_name for s in self._subs.values() if s.get_publisher_count() == 0]:
             now = time.monotonic()
             if timeout is not None and now - start > timeout:
-                raise TimeoutError(f"no publisher on {', '.join(missing)} within {timeout:.0f} s "
-                                   "(is the bridge or the robot's driver running?)")
+                raise TimeoutError(f"no publisher on {', '.join(missing)} within {timeout:.0f} s {hint}")
             if log is not None and now - last >= every:
-                log(f"waiting for a publisher on {', '.join(missing)} (is the bridge or the robot's driver running?)")
+                log(f"waiting for a publisher on {', '.join(missing)} {hint}")
                 last = now
             time.sleep(0.05)
 
