@@ -101,16 +101,17 @@ def check_episode_in_scene(ctx: SceneContext, ep: Episode) -> list[str]:
     return problems
 
 
-def _validate_scene(args: tuple[str, list[Episode]]) -> tuple[list[tuple[str, str]], list[dict]]:
+def _validate_scene(args: tuple[str, list[Episode]]) -> list[tuple[str, str]]:
+    """(episode id, problem) for every problem of one scene's episodes."""
     scene_id, eps = args
     ctx = SceneContext(load_scene(scene_id, _W["scenes_dir"]))
-    out, measures = [], []
+    out = []
     try:
         for ep in eps:
             out += [(ep.episode_id, p) for p in check_episode_in_scene(ctx, ep)]
     finally:
         ctx.close()
-    return out, measures
+    return out
 
 
 def validate_dataset(root: Path = DATASET_DIR, motions: Path = MOTIONS_DIR, scenes_dir: Path = SCENES_DIR,
@@ -141,7 +142,7 @@ def validate_dataset(root: Path = DATASET_DIR, motions: Path = MOTIONS_DIR, scen
         for ep in eps:
             by_scene[ep.scene_id].append(ep)
     with get_context("spawn").Pool(workers, initializer=_init, initargs=(str(motions), str(scenes_dir))) as pool:
-        for k, (found, _) in enumerate(pool.imap_unordered(_validate_scene, sorted(by_scene.items()))):
+        for k, found in enumerate(pool.imap_unordered(_validate_scene, sorted(by_scene.items()))):
             for eid, why in found:
                 problems[why] += 1
                 examples.setdefault(why, eid)
