@@ -25,6 +25,7 @@ with the ROI as mediapipe does).
 from __future__ import annotations
 
 import functools
+import importlib.util
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,11 +68,12 @@ class Landmarks:
 
 def model_dir() -> Path:
     """Folder holding mediapipe's bundled ``pose_detection`` and ``pose_landmark`` modules."""
-    try:
-        import mediapipe  # only for the location of its bundled models
-    except ImportError as exc:
-        raise MissingDependency("BlazePose", "mediapipe==0.10.14", "run `make setup`") from exc
-    return Path(mediapipe.__file__).parent / "modules"
+    # Located, not imported: importing mediapipe loads its whole tasks API, whose audio part probes for
+    # PortAudio with ctypes.util.find_library (an ldconfig, gcc and ld process per name tried).
+    spec = importlib.util.find_spec("mediapipe")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDependency("BlazePose", "mediapipe==0.10.14", "run `make setup`")
+    return Path(list(spec.submodule_search_locations)[0]) / "modules"
 
 
 def ssd_anchors() -> np.ndarray:

@@ -3,6 +3,8 @@ the legacy mediapipe graph: same anchors, same landmarks on rendered avatars, pr
 outputs bit-identical, refinement as specified, results independent of thread count."""
 
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -135,3 +137,18 @@ def test_thread_count_comes_from_omp_num_threads(monkeypatch):
         BlazePose()
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert BlazePose().detect(np.zeros((224, 224, 3), np.uint8)) is None
+
+
+def test_loading_the_models_imports_no_mediapipe_and_starts_no_process():
+    """Importing mediapipe (its tasks API probes for PortAudio with ldconfig, gcc and ld) made the
+    perception node start compilers at start-up; the models are only located inside the package."""
+    probe = ("import subprocess, sys\n"
+             "started = []\n"
+             "subprocess.Popen.__init__ = lambda self, args, *a, **k: started.append(args) or sys.exit(f'started {args}')\n"
+             "import numpy as np\n"
+             "from affectsim_perception.person_model import BlazePose\n"
+             "BlazePose().detect(np.zeros((224, 224, 3), np.uint8))\n"
+             "print(sorted(m for m in ('mediapipe', 'sounddevice') if m in sys.modules), started)\n")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[] []", out.stdout

@@ -50,10 +50,11 @@ def test_launch_topics_up_then_ctrl_c_leaves_no_process():
     try:
         client = BridgeClient("graph_test", topics=("rgb", "odom", "clock"))
         client.wait_for("rgb", timeout=60)
-        children = psutil.Process(launcher.pid).children(recursive=True)
-        assert children, "launcher started no node"
+        nodes = psutil.Process(launcher.pid).children()
+        assert len(nodes) == 3, f"the stack is bridge, nav and perception: {[n.cmdline() for n in nodes]}"
+        children = psutil.Process(launcher.pid).children(recursive=True)  # nodes and anything they started
         bound = _bound_addresses({launcher.pid, os.getpid(), *(c.pid for c in children)})
-        assert {p.pid for p in children} <= set(bound), f"every node has sockets: {bound}"
+        assert {p.pid for p in nodes} <= set(bound), f"every node has sockets: {bound}"
         off_loopback = {pid: sorted(a - {"127.0.0.1"}) for pid, a in bound.items() if a - {"127.0.0.1"}}
         assert not off_loopback, f"sockets beyond loopback (ss -uatnp): {off_loopback}"
         # free-running: /cmd_vel drives the base, sim time advances by itself
