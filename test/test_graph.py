@@ -19,6 +19,7 @@ from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.env import loopback_env, pick_domain_id
 from affectsim_core.ros.shm import clean_stale, group
+from affectsim_ros.graph import GRAPHS
 
 AFFECTSIM = [sys.executable, "-m", "affectsim_ros.cli"]
 
@@ -51,7 +52,7 @@ def test_launch_topics_up_then_ctrl_c_leaves_no_process():
         client = BridgeClient("graph_test", topics=("rgb", "odom", "clock"))
         client.wait_for("rgb", timeout=60)
         nodes = psutil.Process(launcher.pid).children()
-        assert len(nodes) == 3, f"the stack is bridge, nav and perception: {[n.cmdline() for n in nodes]}"
+        assert len(nodes) == len(GRAPHS["stack"]), f"one process per node of the stack: {[n.cmdline() for n in nodes]}"
         children = psutil.Process(launcher.pid).children(recursive=True)  # nodes and anything they started
         bound = _bound_addresses({launcher.pid, os.getpid(), *(c.pid for c in children)})
         assert {p.pid for p in nodes} <= set(bound), f"every node has sockets: {bound}"
