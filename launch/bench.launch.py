@@ -21,7 +21,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from affectsim_core.plugins import load_plugins
-from affectsim_core.ros.env import fastdds_profile
+from affectsim_core.ros.env import loopback_env
 from affectsim_core.ros.shm import clean_stale
 from affectsim_ros.graph import GRAPHS, LAUNCH_ARGUMENTS, default_params_file, launch_remaps, validate_launch_args
 
@@ -30,7 +30,7 @@ def _nodes(context):
     values = {a.name: LaunchConfiguration(a.name).perform(context) for a in LAUNCH_ARGUMENTS}
     overrides = validate_launch_args(values, "bench")  # raises naming the bad argument
     params = LaunchConfiguration("params_file").perform(context)
-    nodes = {spec.name: Node(package="affectsim", executable=spec.executable, name=spec.name, output="screen",
+    nodes = {spec.name: Node(package="affectsim", executable=spec.executable, output="screen",  # no name=: see launcher.py
                              parameters=[params, overrides.get(spec.name, {})], remappings=launch_remaps(values))
              for spec in GRAPHS["bench"]}
     done = RegisterEventHandler(OnProcessExit(target_action=nodes["evaluator"], on_exit=_evaluator_exited))
@@ -60,7 +60,8 @@ def generate_launch_description() -> LaunchDescription:
                                       description="YAML parameter file for every node"))
     return LaunchDescription([
         UnsetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE"),  # it adds sockets on every interface
-        SetEnvironmentVariable("FASTDDS_DEFAULT_PROFILES_FILE", str(fastdds_profile())),  # loopback only
+        # the project's loopback profile, whatever the shell set (a missing profile file is refused)
+        SetEnvironmentVariable("FASTDDS_DEFAULT_PROFILES_FILE", loopback_env()["FASTDDS_DEFAULT_PROFILES_FILE"]),
         SetEnvironmentVariable("MUJOCO_GL", "egl"),
         *args,
         OpaqueFunction(function=_clean_shared_memory),

@@ -7,7 +7,6 @@ Primitive actions go to ``/cmd_vel`` (``execution:=cmd_vel``, the default here) 
 DDS on loopback unless ``FASTDDS_DEFAULT_PROFILES_FILE`` is already set (the robot's own profile).
 """
 
-import os
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction, SetEnvironmentVariable, UnsetEnvironmentVariable
@@ -15,7 +14,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from affectsim_core.plugins import load_plugins
-from affectsim_core.ros.env import fastdds_profile
+from affectsim_core.ros.env import loopback_env
 from affectsim_ros.graph import (
     GRAPH_DEFAULTS,
     GRAPHS,
@@ -32,7 +31,7 @@ def _nodes(context):
     values = {a.name: LaunchConfiguration(a.name).perform(context) for a in ROBOT_ARGUMENTS}
     overrides = validate_launch_args(values, "robot")  # raises naming the bad argument
     params = LaunchConfiguration("params_file").perform(context)
-    return [Node(package="affectsim", executable=spec.executable, name=spec.name, output="screen",
+    return [Node(package="affectsim", executable=spec.executable, output="screen",  # no name=: see launcher.py
                  parameters=[params, overrides.get(spec.name, {})], remappings=launch_remaps(values))
             for spec in GRAPHS["robot"]]
 
@@ -45,11 +44,12 @@ def generate_launch_description() -> LaunchDescription:
             for a in ROBOT_ARGUMENTS]
     args.append(DeclareLaunchArgument("params_file", default_value=str(default_params_file()),
                                       description="YAML parameter file for every node"))
-    profile = [] if os.environ.get("FASTDDS_DEFAULT_PROFILES_FILE") else [
-        SetEnvironmentVariable("FASTDDS_DEFAULT_PROFILES_FILE", str(fastdds_profile()))]
+    # the robot's own middleware is respected, with a warning (a missing profile file is refused)
+    env = loopback_env(robot=True)
     return LaunchDescription([
         UnsetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE"),
-        *profile,
+        SetEnvironmentVariable("FASTDDS_DEFAULT_PROFILES_FILE", env["FASTDDS_DEFAULT_PROFILES_FILE"]),
+        SetEnvironmentVariable("RMW_IMPLEMENTATION", env["RMW_IMPLEMENTATION"]),
         *args,
         OpaqueFunction(function=_nodes),
     ])
