@@ -12,6 +12,7 @@
   affectsim bench soak [--lockstep-minutes 30]               the stack under load and bad requests: failures, RSS
   affectsim bench transfer [--episodes 60] [--repeats 2]     lockstep vs continuous time vs noisy: Tables 3 and 6
   affectsim bench social [--episodes 100]                     scripted vs reactive people, baseline vs baseline-social
+  affectsim bench base [--out FILE]                          the cmd_vel controller: overshoot, time per primitive
   affectsim launch robot [execution:=cmd_vel] [*_topic:=..]  nav and perception on a robot's own topics
   affectsim observe [--label EMOTION] [--out RUN]            one acquisition on the robot on the graph, stored
   affectsim train RECOGNIZER [--seed 0]                      train pose-temporal | rgb-clip | committee | majority
@@ -57,8 +58,8 @@ from affectsim_eval.runner import run_eval
 from affectsim_eval.train import SUBSET, TRAINABLE, train
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS
-from affectsim_ros import (bench_evolving, bench_full, bench_nav, bench_perception, bench_sim, bench_soak, bench_social,
-                           bench_transfer, launcher)
+from affectsim_ros import (bench_base, bench_evolving, bench_full, bench_nav, bench_perception, bench_sim, bench_soak,
+                           bench_social, bench_transfer, launcher)
 from affectsim_ros.graph import GRAPHS, launch_remaps, validate_launch_args
 from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.observe import observe
@@ -110,6 +111,9 @@ def _tour(ns: argparse.Namespace) -> int:
 
 
 def _bench(ns: argparse.Namespace) -> int:
+    if ns.what == "base":
+        bench_base.run(Path(ns.out) if ns.out else None)
+        return 0
     if ns.what == "sim":
         res = bench_sim.run(Path(ns.out) if ns.out else None, ns.frames, ns.steps, ns.free_run_seconds)
         return 0 if res else 1
@@ -149,7 +153,7 @@ def _bench(ns: argparse.Namespace) -> int:
                            allow_dataset_mismatch=ns.allow_dataset_mismatch)
         return 0
     raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav, perception, full, soak, "
-                         "transfer, social, evolving")
+                         "transfer, social, evolving, base")
 
 
 def _observe(ns: argparse.Namespace) -> int:
@@ -353,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="motion library for the people in the scene (static people if not built)")
     to.set_defaults(fn=_tour)
     be = sub.add_parser("bench", help="benchmarks that print measured ratios")
-    be.add_argument("what", choices=["sim", "nav", "perception", "full", "soak", "transfer", "social", "evolving"])
+    be.add_argument("what", choices=["sim", "nav", "perception", "full", "soak", "transfer", "social", "evolving", "base"])
     be.add_argument("--out", default=None, help="write results as JSON")
     be.add_argument("--episodes", type=int, default=100, help="nav: stratified test episodes (full: default 12)")
     be.add_argument("--workers", type=int, default=2, help="nav, social: worker processes")
