@@ -98,6 +98,10 @@ class ActiveEpisode:
     def log(self) -> ExecutionLog:
         return self.ex.log
 
+    def abort(self, message: str) -> Outcome:
+        """End the episode as aborted (the world failed: odometry lost, a frame that never came)."""
+        return self._end(Outcome.ABORTED, message)
+
     def _end(self, outcome: Outcome, message: str = "") -> Outcome:
         self.outcome, self.message = outcome, message
         if self.moving and self.mover is not None:

@@ -37,18 +37,20 @@ from affectsim_core.clips import sample_indices
 from affectsim_core.errors import InvalidInput
 from affectsim_core.person_tracking import DETECTORS
 from affectsim_core.protocol import MAX_ACTIONS, MAX_PLANNER_CALLS, Outcome
-from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.bridge_client import SENSOR_QOS, BridgeClient
 from affectsim_core.ros.calls import RESULT_KEEP_S
 from affectsim_core.ros.conversions import diagnostics_to_msg, image_msg, matrix_pose_msg, to_time
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES
+from affectsim_core.sync import SYNC_SLOP_S
+from affectsim_core.tf_buffer import EXTRAPOLATION_S, TfBuffer
 from affectsim_core.ros.topics import TOPICS as NAMES
 from affectsim_interfaces.action import AcquireObservation, FollowPerson, Handoff, SearchPerson
 from affectsim_nav.active import MAX_CLIP_FRAMES, ActiveEpisode, sighting_feedback
 from affectsim_nav.nav2_mover import Nav2Mover
 from affectsim_nav.policy import POLICIES, Policy, create_policy
 from affectsim_nav.base_control import EXECUTIONS, BaseLimits
-from affectsim_nav.ros_world import CMD_VEL_TOPICS, TOPICS, CmdVelWorld, RosWorld
+from affectsim_nav.ros_world import CMD_VEL_TOPICS, ODOM_TIMEOUT_S, TOPICS, CmdVelWorld, RosWorld
 
 MAX_GOAL_COUNT = 100_000  # upper bound of a goal's max_actions / max_planner_calls
 MAX_STREAM_S = 600.0  # s: the longest A-Obs stream a goal may ask for (2,400 frames at 4 Hz)
@@ -69,6 +71,15 @@ PARAMS: tuple[Param, ...] = (
           choices=EXECUTIONS),
     Param("nav2_action", "navigate_to_pose", "Nav2 NavigateToPose action name", check=bool, expected="an action name"),
     Param("timeout_s", 30.0, "seconds any wait for the bridge (service answer, frame, TF) may take", bounds=(1.0, 600.0)),
+    Param("sensor_qos", "auto", "reliability of the camera, laser and odometry subscriptions: best_effort matches "
+          "reliable and best-effort (sensor-data) publishers alike; reliable: every frame (the lockstep simulator); "
+          "auto: reliable in lockstep, best_effort otherwise", choices=("auto", *SENSOR_QOS)),
+    Param("sync_slop_s", SYNC_SLOP_S, "depth and camera info are paired with the RGB frame stamped nearest, within "
+          "this (s; approximate time sync of unsynchronised drivers)", bounds=(0.0, 0.5)),
+    Param("tf_extrapolation_s", EXTRAPOLATION_S, "a transform is held this long (s) after its newest stamp (a "
+          "localiser at a few Hz); beyond it a lookup fails naming the edge", bounds=(0.0, 1.0)),
+    Param("odom_timeout", ODOM_TIMEOUT_S, "cmd_vel: no odometry this long (s, wall clock) while driving: the base "
+          "is stopped at once and the goal aborts (trajectory kept)", bounds=(0.05, 5.0)),
     Param("robot_radius", 0.3, "cmd_vel: base radius (m): its front edge and the corridor the laser must see free",
           bounds=(0.05, 1.0)),
     *(Param(f"base_{name}", getattr(BaseLimits, name), f"cmd_vel: {doc}", bounds=BaseLimits.BOUNDS[name])
@@ -79,7 +90,10 @@ PARAMS: tuple[Param, ...] = (
                         ("angle_tolerance", "a turn ends this close to 15 deg (rad)"),
                         ("action_timeout", "time one primitive action may take (s)"),
                         ("safety_distance", "FORWARD stops when the base would touch what the laser sees within this (m)"),
-                        ("stall_s", "commanded this long without progress: blocked (s)"))),
+                        ("stall_s", "commanded this long without progress: blocked (s)"),
+                        ("latency", "command plus odometry latency the controller plans ahead for (s)"),
+                        ("settle_linear", "measured speed below which the base has settled: an action is done (m/s)"),
+                        ("settle_angular", "measured turn rate below which the base has settled (rad/s)"))),
 )
 
 
@@ -90,8 +104,12 @@ class NavNode(Node):
         self.execution = self.p["execution"]
         cmd_vel = self.execution != "lockstep"  # nav2: primitives between Nav2's goals go through /cmd_vel too
         self.limits = BaseLimits(**{name: float(self.p[f"base_{name}"]) for name in BaseLimits.BOUNDS})
-        self.io = BridgeClient("nav_io", topics=CMD_VEL_TOPICS if cmd_vel else TOPICS, services=not cmd_vel)
+        qos = self.p["sensor_qos"] if self.p["sensor_qos"] != "auto" else ("best_effort" if cmd_vel else "reliable")
+        self.io = BridgeClient("nav_io", topics=CMD_VEL_TOPICS if cmd_vel else TOPICS, services=not cmd_vel,
+                               sensor_qos=qos, log=self.get_logger().warning,
+                               tf=TfBuffer(extrapolation=float(self.p["tf_extrapolation_s"])))
         self._cmd_pub = self.create_publisher(Twist, NAMES["cmd_vel"], 10) if cmd_vel else None
+        self._halted = False  # shutting down: every command is zero from now on
         self.mover = None
         if self.execution == "nav2":
             self.mover = Nav2Mover(self, self.p["nav2_action"], float(self.p["timeout_s"]))
@@ -132,10 +150,14 @@ class NavNode(Node):
                 outcome, message, fields = Outcome.ABORTED, f"{type(exc).__name__}: {exc}", {}
                 self.get_logger().error(f"{typ.__name__} failed: {message}")
             finally:
+                self._stop_base()  # whatever ended the motion: done, cancel, preemption, abort, an exception
                 if self.episode is not None and self.episode.outcome is not None:
                     self.episode = None  # an ended episode leaves nothing to continue: free its frames now
                 self._idle.set()
-            if outcome == Outcome.CANCELLED and handle.is_cancel_requested:
+            if self._halted:
+                outcome, message = Outcome.ABORTED, "the nav node is shutting down"
+                handle.abort()
+            elif outcome == Outcome.CANCELLED and handle.is_cancel_requested:
                 handle.canceled()
             elif outcome == Outcome.CANCELLED:  # stopped because a newer goal arrived
                 outcome, message = Outcome.ABORTED, "preempted by a newer goal"
@@ -157,7 +179,17 @@ class NavNode(Node):
         return res
 
     def _stopped(self, handle) -> bool:
-        return handle.is_cancel_requested or self._active is not handle
+        return self._halted or handle.is_cancel_requested or self._active is not handle
+
+    def _run(self, ep: ActiveEpisode, handle, until: str, n_clip: int, typ) -> str:
+        """``ep.run`` for a goal; an exception (odometry lost, a missing frame) aborts the episode with
+        its reason, keeping its trajectory and diagnostics for the result."""
+        try:
+            return ep.run(until, n_clip, lambda: self._stopped(handle), self._feedback(typ, handle))
+        except Exception as exc:  # noqa: BLE001 - reported in the result, the node keeps serving
+            self._stop_base()
+            self.get_logger().error(f"{typ.__name__} aborted: {type(exc).__name__}: {exc}")
+            return ep.abort(f"{type(exc).__name__}: {exc}")
 
     def _feedback(self, typ, handle):
         def publish(ep: ActiveEpisode) -> None:
@@ -184,7 +216,7 @@ class NavNode(Node):
             self._policies[name] = create_policy(name, lambda: DETECTORS.create(self.p["detector"]))
         return self._policies[name]
 
-    def _start(self, goal) -> ActiveEpisode:
+    def _start(self, goal, handle) -> ActiveEpisode:
         """A new episode from the bridge's current state and the goal's non-privileged fields (each bounded)."""
         for field in ("max_actions", "max_planner_calls"):
             if getattr(goal, field) > MAX_GOAL_COUNT:
@@ -195,10 +227,12 @@ class NavNode(Node):
                 raise InvalidInput(field, f"{len(getattr(goal, field))} characters", f"at most {most}", where="nav")
         self.episode = None  # the previous episode's buffers go now, not when this one ends
         timeout = float(self.p["timeout_s"])
+        slop = float(self.p["sync_slop_s"])
         if self.execution != "lockstep":
-            world = CmdVelWorld(self.io, self._publish_cmd, self.limits, float(self.p["robot_radius"]), timeout)
+            world = CmdVelWorld(self.io, self._publish_cmd, self.limits, float(self.p["robot_radius"]), timeout,
+                                float(self.p["odom_timeout"]), slop, interrupted=lambda: self._stopped(handle))
         else:
-            world = RosWorld(self.io, timeout)
+            world = RosWorld(self.io, timeout, slop)
         info = world.episode_info(goal.episode_id, goal.target_description)
         until = float(getattr(goal, "stream_until", 0.0))  # AcquireObservation only
         if not 0.0 <= until <= MAX_STREAM_S:
@@ -209,9 +243,24 @@ class NavNode(Node):
         return self.episode
 
     def _publish_cmd(self, linear: float, angular: float) -> None:
+        """One ``/cmd_vel`` command (m/s, rad/s in ``base_link``); zero once the node shuts down."""
         msg = Twist()
-        msg.linear.x, msg.angular.z = float(linear), float(angular)
+        if not self._halted:
+            msg.linear.x, msg.angular.z = float(linear), float(angular)
         self._cmd_pub.publish(msg)
+
+    def _stop_base(self) -> None:
+        """Zero ``/cmd_vel``, twice (a lossy link loses one); many bases keep the last command otherwise."""
+        if self._cmd_pub is not None:
+            for _ in range(2):
+                self._cmd_pub.publish(Twist())
+
+    def stop_job(self, grace: float) -> bool:
+        """Shutdown (SIGINT, SIGTERM): the base is stopped at once, the running goal ends within ``grace``
+        s; returns whether it did (:func:`affectsim_core.ros.node_main.run_node`)."""
+        self._halted = True
+        self._stop_base()
+        return self._idle.wait(grace)
 
     def _diagnostics(self, ep: ActiveEpisode) -> dict:
         stream = {"stream_stamps": [to_time(t) for t, _ in ep.stream],
@@ -235,14 +284,14 @@ class NavNode(Node):
     def _acquire(self, handle):
         goal = handle.request
         _check_clip_frames(goal.clip_frames)
-        ep = self._start(goal)
+        ep = self._start(goal, handle)
         if ep.outcome is None:
-            ep.run("clip", goal.clip_frames, lambda: self._stopped(handle), self._feedback(AcquireObservation, handle))
+            self._run(ep, handle, "clip", goal.clip_frames, AcquireObservation)
         return ep.outcome, ep.message, self._diagnostics(ep)
 
     def _search(self, handle):
-        ep = self._start(handle.request)
-        out = ep.outcome or ep.run("sighting", 0, lambda: self._stopped(handle), self._feedback(SearchPerson, handle))
+        ep = self._start(handle.request, handle)
+        out = ep.outcome or self._run(ep, handle, "sighting", 0, SearchPerson)
         seen, xy, dist = sighting_feedback(ep.last)
         fields = {"actions": len(ep.log.actions), "planner_calls": ep.log.planner_calls, "path_length": ep.log.path_length,
                   "person_distance": dist if seen else math.nan}
@@ -258,7 +307,7 @@ class NavNode(Node):
 
     def _handoff(self, handle):
         ep = self._continuing()
-        out = ep.run("handoff", 0, lambda: self._stopped(handle), self._feedback(Handoff, handle))
+        out = self._run(ep, handle, "handoff", 0, Handoff)
         step = ep.log.handoff_step
         return (Outcome.HANDOFF if out == "reached" else out), ep.message, {
             "handoff_step": -1 if step is None else step, "actions": len(ep.log.actions), "path_length": ep.log.path_length}
@@ -268,10 +317,16 @@ class NavNode(Node):
         if ep.log.handoff_step is None:
             raise InvalidInput("episode", "no handoff yet", "a handed-off episode: send Handoff first", where="nav")
         _check_clip_frames(handle.request.clip_frames)
-        out = ep.run("clip", handle.request.clip_frames, lambda: self._stopped(handle), self._feedback(FollowPerson, handle))
+        out = self._run(ep, handle, "clip", handle.request.clip_frames, FollowPerson)
         return out, ep.message, {"clip_stamps": [to_time(t) for t in ep.times], "path_length": ep.log.path_length}
 
     def destroy_node(self) -> None:
+        if getattr(self, "_cmd_pub", None) is not None and not self._halted:  # stop_job stopped it on a signal
+            self._halted = True
+            try:
+                self._stop_base()
+            except Exception:  # noqa: BLE001 - the context is gone already: nothing can be sent any more
+                pass
         for p in getattr(self, "_policies", {}).values():  # absent when __init__ failed on a bad parameter
             p.close()
         if getattr(self, "io", None) is not None:

@@ -23,25 +23,26 @@ from typing import Callable
 
 import numpy as np
 
-from tf2_msgs.msg import TFMessage
-
 from affectsim_core.actions import Action, MoveResult
 from affectsim_core.geometry import Pose2D
 from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.protocol import STEP_SECONDS
-from affectsim_core.ros import tf_tree
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.sensors import observation_from_msgs
-from affectsim_core.ros.topics import SERVICES
-from affectsim_core.ros.topics import TOPICS as NAMES
-from affectsim_nav.base_control import BaseLimits, Ending, PrimitiveController, free_ahead
+from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES
+from affectsim_core.sync import SYNC_SLOP_S
+from affectsim_core.tf_buffer import TransformError
+from affectsim_nav.base_control import BaseLimits, Ending, PrimitiveController, free_ahead_points
 
 TOPICS = ("rgb", "depth", "rgb_info", "tf", "tf_static", "map")
 CMD_VEL_TOPICS = (*TOPICS, "odom", "scan")
-TF_SLACK_S = 0.05  # s between a camera frame and the /tf it is located with (the robot's TF rate: 50 Hz)
-SCAN_STALE_S = 0.5  # s: an older laser scan cannot clear the way ahead
 POLL_S = 1.0  # s a start frame's depth and TF are waited for before a newer frame is tried
+ODOM_TIMEOUT_S = 0.3  # s without odometry while driving: the base is stopped and the goal aborts
+
+
+class OdometryLost(RuntimeError):
+    """Odometry stopped while the base was driven (the base has been told to stop)."""
 
 
 def _stamp(m) -> float:
@@ -51,10 +52,10 @@ def _stamp(m) -> float:
 class RosWorld:
     """Lockstep world over the bridge's service and topics (see module docstring)."""
 
-    def __init__(self, client: BridgeClient, timeout: float = 30.0) -> None:
+    def __init__(self, client: BridgeClient, timeout: float = 30.0, slop: float = SYNC_SLOP_S) -> None:
         self.client = client
-        self.timeout = timeout
-        self.stamp = current_frame(client, timeout).stamp  # the state the episode starts from
+        self.timeout, self.slop = timeout, slop
+        self.stamp = current_frame(client, timeout, slop=slop).stamp  # the state the episode starts from
 
     def apply(self, action: Action) -> MoveResult:
         res = self.client.apply(int(action), self.timeout)
@@ -67,7 +68,7 @@ class RosWorld:
     def observe(self, step: int) -> Observation:
         """The camera frame, depth and TF stamped with the current sim time."""
         rgb = self.client.wait_for("rgb", lambda m: abs(_stamp(m) - self.stamp) < 1e-6, self.timeout)
-        return frame_observation(self.client, rgb, step, self.timeout)
+        return frame_observation(self.client, rgb, step, self.timeout, self.slop)
 
     def wait_moved(self, prev: Observation, ex, stop: Callable[[], bool]) -> Observation | None:
         """External motion (Nav2): the next frame at least one 0.25 s step after ``prev``, recorded as one
@@ -108,7 +109,8 @@ def map_info(grid, episode_id: str, start: tuple[float, float, float], robot_rad
                             robot_radius, target_description or None)
 
 
-def current_frame(client: BridgeClient, timeout: float, after: float = -math.inf) -> Observation:
+def current_frame(client: BridgeClient, timeout: float, after: float = -math.inf,
+                  slop: float = SYNC_SLOP_S) -> Observation:
     """The observation of the newest camera frame (stamped at or after ``after``) whose depth and TF
     are there. A frame whose TF never comes (received just before the bridge loaded a new world, or
     its TF overwritten unread in the subscription's history on a loaded machine) gives way to the
@@ -117,30 +119,21 @@ def current_frame(client: BridgeClient, timeout: float, after: float = -math.inf
     while True:
         rgb = client.wait_for("rgb", lambda m: _stamp(m) >= after - 1e-6, max(0.0, deadline - time.monotonic()))
         try:
-            return frame_observation(client, rgb, 0, min(POLL_S, max(0.0, deadline - time.monotonic())))
-        except TimeoutError:
+            return frame_observation(client, rgb, 0, min(POLL_S, max(0.0, deadline - time.monotonic())), slop)
+        except (TimeoutError, TransformError):
             if time.monotonic() >= deadline:
                 raise
 
 
-def frame_observation(client: BridgeClient, rgb, step: int, timeout: float) -> Observation:
-    """The observation of camera frame ``rgb``: its depth and camera info of the same stamp, and the TF
-    tree nearest in time (each transform from the /tf message closest to the frame, within
-    :data:`TF_SLACK_S`: a robot's transforms arrive in several messages at their own rates)."""
+def frame_observation(client: BridgeClient, rgb, step: int, timeout: float, slop: float = SYNC_SLOP_S) -> Observation:
+    """The observation of camera frame ``rgb``: the depth image and camera info stamped nearest it within
+    ``slop`` s (approximate time sync: real drivers' stamps differ by a few ms), and the camera's and
+    base's poses in ``map`` at its stamp from the client's TF buffer (waiting up to ``timeout`` s for
+    transforms at that stamp: a robot's transforms arrive late and at their own rates)."""
     t = _stamp(rgb)
-    same = lambda m: abs(_stamp(m) - t) < 1e-6  # noqa: E731
-    depth = client.wait_for("depth", same, timeout)
-    info = client.wait_for("rgb_info", same, timeout)
-
-    def near(m) -> bool:
-        return bool(m.transforms) and abs(from_time(m.transforms[0].header.stamp) - t) <= TF_SLACK_S + 1e-9
-
-    client.wait_for("tf", lambda m: near(m) and from_time(m.transforms[0].header.stamp) >= t - 1e-6, timeout)
-    with client.lock:
-        close = sorted((m for m in client.msgs["tf"] if near(m)),
-                       key=lambda m: -abs(from_time(m.transforms[0].header.stamp) - t))  # the nearest last: it wins
-    return observation_from_msgs(rgb, depth, info, client.wait_for("tf_static", timeout=timeout),
-                                 TFMessage(transforms=[tr for m in close for tr in m.transforms]), step)
+    depth = client.wait_near("depth", t, slop, timeout)
+    info = client.wait_near("rgb_info", t, slop, timeout)
+    return observation_from_msgs(rgb, depth, info, client.tf, step, timeout)
 
 
 class CmdVelWorld(RosWorld):
@@ -152,35 +145,55 @@ class CmdVelWorld(RosWorld):
     see free ahead of a FORWARD move."""
 
     def __init__(self, client: BridgeClient, publish_cmd: Callable[[float, float], None], limits: BaseLimits,
-                 robot_radius: float = 0.3, timeout: float = 30.0) -> None:
+                 robot_radius: float = 0.3, timeout: float = 30.0, odom_timeout: float = ODOM_TIMEOUT_S,
+                 slop: float = SYNC_SLOP_S, interrupted: Callable[[], bool] = lambda: False) -> None:
         self.client, self.publish_cmd, self.limits = client, publish_cmd, limits
-        self.radius, self.timeout = robot_radius, timeout
+        self.radius, self.timeout, self.odom_timeout, self.slop = robot_radius, timeout, odom_timeout, slop
+        self.interrupted = interrupted  # checked at every odometry message: a cancel or a shutdown stops the base
         odom = client.wait_for("odom", timeout=timeout)  # no odometry: refused here, naming the topic
-        self._last: Observation | None = current_frame(client, timeout, after=_stamp(odom))
+        self._last: Observation | None = current_frame(client, timeout, after=_stamp(odom), slop=slop)
         self.stamp = self._last.stamp
-        static = tf_tree.edges(client.wait_for("tf_static", timeout=timeout))
-        scan = client.wait_for("scan", timeout=timeout)
-        self.laser_x = float(tf_tree.lookup(static, "base_link", scan.header.frame_id).translation[0])
+        client.wait_for("scan", timeout=timeout)
         self._clip_next: float | None = None  # protocol time (s) of the next clip frame once a clip runs
         self._clip: list[Observation] = []
 
     def _odom(self, after: float):
+        """The next odometry message; none within ``odom_timeout``: the base is stopped at once, then
+        :class:`OdometryLost` (the watchdog a base without one needs)."""
         try:
-            return self.client.wait_for("odom", lambda m: _stamp(m) > after + 1e-9, self.timeout)
+            return self.client.wait_for("odom", lambda m: _stamp(m) > after + 1e-9, self.odom_timeout)
         except TimeoutError:
-            raise TimeoutError(f"no odometry on {NAMES['odom']} after t={after:.2f} s within {self.timeout:.0f} s; "
-                               "the base was told to stop") from None
+            self.publish_cmd(0.0, 0.0)
+            self.publish_cmd(0.0, 0.0)
+            raise OdometryLost(f"no odometry on {self.client.topic('odom')} after t={after:.3f} s within "
+                               f"{self.odom_timeout:.2f} s (odom_timeout); the base was stopped") from None
 
-    def _free_ahead(self, t: float) -> float:
+    def _free_ahead(self, t: float, pose: Pose2D) -> float:
+        """Free distance (m) ahead of the base from the newest scan, less the travel since it was taken;
+        0 (blocked) without a scan, or once that travel reaches the safety distance."""
         with self.client.lock:
             scan = self.client.msgs["scan"][-1] if self.client.msgs["scan"] else None
-        if scan is None or t - _stamp(scan) > SCAN_STALE_S:
-            return 0.0  # without a recent laser scan nothing clears the way: a FORWARD move stops (blocked)
-        return free_ahead(np.asarray(scan.ranges), scan.angle_min, scan.angle_increment, scan.range_max,
-                          self.laser_x, self.radius)
+        if scan is None:
+            return 0.0
+        ts = _stamp(scan)
+        try:
+            then = self.client.tf.lookup("odom", "base_link", ts)
+            mount = self.client.tf.lookup("base_link", scan.header.frame_id, ts)
+        except TransformError:
+            return 0.0  # the scan cannot be placed: it clears nothing
+        dx, dy = pose.x - then.translation[0], pose.y - then.translation[1]
+        travel = math.hypot(dx, dy)
+        if travel >= self.limits.safety_distance:
+            return 0.0
+        r = np.asarray(scan.ranges, float)
+        a = scan.angle_min + scan.angle_increment * np.arange(len(r))
+        ok = np.isfinite(r) & (r > scan.range_min) & (r < scan.range_max)
+        pts = mount.apply(np.stack([r[ok] * np.cos(a[ok]), r[ok] * np.sin(a[ok]), np.zeros(int(ok.sum()))], 1))
+        return free_ahead_points(pts[:, :2], self.radius) - travel
 
     def apply(self, action: Action) -> MoveResult:
-        """Drive one primitive action to its end (done, blocked, timeout); the base is stopped after it."""
+        """Drive one primitive action to its end (done, blocked, timeout, interrupted); the base is told
+        to stop (zero, twice) whatever the end, an exception included."""
         odom = self.client.wait_for("odom", timeout=self.timeout)
         start, t = odom_pose(odom), _stamp(odom)
         ctrl = PrimitiveController(action, start, t, self.limits)
@@ -188,14 +201,19 @@ class CmdVelWorld(RosWorld):
             while True:
                 odom = self._odom(t)
                 t, pose = _stamp(odom), odom_pose(odom)
-                v, w, ending = ctrl.update(pose, t, self._free_ahead(t))
+                if self.interrupted():
+                    ending = Ending.BLOCKED
+                    break
+                tw = odom.twist.twist
+                v, w, ending = ctrl.update(pose, t, self._free_ahead(t, pose), velocity=(tw.linear.x, tw.angular.z))
                 self.publish_cmd(v, w)
-                self._sample_clip()
+                self._sample_clip(wait=False)
                 if ending is not None:
                     break
         finally:
             self.publish_cmd(0.0, 0.0)
-        self._last = current_frame(self.client, self.timeout, after=t)
+            self.publish_cmd(0.0, 0.0)  # twice: a lossy link loses one
+        self._last = current_frame(self.client, self.timeout, after=t, slop=self.slop)
         self.stamp = self._last.stamp
         self._sample_clip()
         moved = math.hypot(pose.x - start.x, pose.y - start.y)
@@ -206,7 +224,7 @@ class CmdVelWorld(RosWorld):
         """The first camera frame at or after the last action's end (the start: the newest frame)."""
         self._sample_clip()
         if self._last is None or self._last.stamp != self.stamp:
-            self._last = current_frame(self.client, self.timeout, after=self.stamp)
+            self._last = current_frame(self.client, self.timeout, after=self.stamp, slop=self.slop)
         return replace(self._last, step=step)
 
     # ------------------------------------------------------------------ the clip, from the stream
@@ -220,16 +238,20 @@ class CmdVelWorld(RosWorld):
         out, self._clip = self._clip, []
         return out
 
-    def _sample_clip(self) -> None:
+    def _sample_clip(self, wait: bool = True) -> None:
+        """Take the due clip frames from the stream; ``wait=False`` (inside the control loop): only
+        frames whose transforms are already there, the others at a later call."""
         if self._clip_next is None:
             return
         with self.client.lock:
             frames = [m for m in self.client.msgs["rgb"] if _stamp(m) >= self._clip_next - 1e-6]
         for m in frames:
             if _stamp(m) >= self._clip_next - 1e-6:
+                if not wait and not self.client.tf.can_transform("map", OPTICAL_FRAME, _stamp(m)):
+                    return
                 try:
-                    obs = frame_observation(self.client, m, -1, POLL_S)
-                except TimeoutError:  # its TF was overwritten unread on a loaded machine: the next frame serves
+                    obs = frame_observation(self.client, m, -1, POLL_S if wait else 0.0, self.slop)
+                except (TimeoutError, TransformError):  # its depth or TF never came: the next frame serves
                     continue
                 self._clip.append(obs)
                 self._clip_next += STEP_SECONDS * (1 + math.floor((_stamp(m) - self._clip_next) / STEP_SECONDS + 1e-9))

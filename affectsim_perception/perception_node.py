@@ -25,7 +25,7 @@ import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CameraInfo, Image
 from tf2_msgs.msg import TFMessage
 
@@ -36,7 +36,11 @@ from affectsim_core.ros.calls import RESULT_KEEP_S
 from affectsim_core.ros.conversions import from_time, image_to_array
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.ros.sensors import observation_from_msgs, rgb_array
+from affectsim_core.sync import SYNC_SLOP_S, ApproximatePairs
+from affectsim_core.ros import tf_tree
+from affectsim_core.ros.bridge_client import SENSOR_QOS
 from affectsim_core.ros.topics import SERVICES, TOPICS
+from affectsim_core.tf_buffer import EXTRAPOLATION_S, TfBuffer, TransformError
 from affectsim_interfaces.action import Recognize
 from affectsim_interfaces.msg import PersonDetection, PersonDetections, RecognizerPrediction
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS, ClipInput, Prediction, Recognizer
@@ -49,8 +53,15 @@ PARAMS: tuple[Param, ...] = (
           choices=DETECTORS.names),
     Param("detect_rate_hz", 4.0, "maximum person-detection rate on the camera stream (image time); 0 = off",
           bounds=(0.0, 60.0)),
+    Param("sensor_qos", "best_effort", "reliability of the camera subscriptions: best_effort matches reliable and "
+          "best-effort (sensor-data) publishers alike", choices=SENSOR_QOS),
+    Param("sync_slop_s", SYNC_SLOP_S, "depth is paired with the RGB frame stamped nearest, within this (s)",
+          bounds=(0.0, 0.5)),
+    Param("tf_extrapolation_s", EXTRAPOLATION_S, "a transform is held this long (s) after its newest stamp",
+          bounds=(0.0, 1.0)),
+    Param("tf_wait_s", 0.5, "how long (s) a detection waits for the transforms at its frame's stamp", bounds=(0.0, 5.0)),
 )
-TF_KEEP = 50  # /tf messages kept to locate detections at their image's stamp
+PENDING = 8  # frames per stream awaiting their partner (RGB or depth)
 
 
 def _prediction_msg(name: str, estimates_vad: bool, pred: Prediction, seconds: float) -> RecognizerPrediction:
@@ -70,22 +81,24 @@ class PerceptionNode(Node):
         self.detector = DETECTORS.create(p["detector"])
         self._lock = threading.Lock()  # the TFLite interpreters are not re-entrant
         self._last_t = -math.inf
-        self._pending: dict[float, dict[str, Image]] = {}
+        self._pairs = ApproximatePairs(float(p["sync_slop_s"]), PENDING)
         self._info: CameraInfo | None = None
-        self._tf_static: TFMessage | None = None
-        self._tf: dict[float, TFMessage] = {}
+        self.tf = TfBuffer(extrapolation=float(p["tf_extrapolation_s"]))
+        self._tf_wait = float(p["tf_wait_s"])
+        self._now: float | None = None  # the newest camera stamp (s): transforms far beyond it are refused
         self.pub = self.create_publisher(PersonDetections, TOPICS["person_detections"], 10)
-        qos = QoSProfile(depth=2, reliability=ReliabilityPolicy.RELIABLE)
-        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        cam = MutuallyExclusiveCallbackGroup()
+        reliability = ReliabilityPolicy.BEST_EFFORT if p["sensor_qos"] == "best_effort" else ReliabilityPolicy.RELIABLE
+        qos = QoSProfile(depth=PENDING, reliability=reliability)
+        cam, tf = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()  # a detection waits for TF
         if self.rate > 0:
             self.create_subscription(Image, TOPICS["rgb"], lambda m: self._pair("rgb", m), qos, callback_group=cam)
             self.create_subscription(Image, TOPICS["depth"], lambda m: self._pair("depth", m), qos, callback_group=cam)
             self.create_subscription(CameraInfo, TOPICS["rgb_info"], lambda m: setattr(self, "_info", m), qos,
                                      callback_group=cam)
-            self.create_subscription(TFMessage, TOPICS["tf"], self._on_tf, QoSProfile(depth=100), callback_group=cam)
-            self.create_subscription(TFMessage, TOPICS["tf_static"], lambda m: setattr(self, "_tf_static", m), latched,
-                                     callback_group=cam)
+            self.create_subscription(TFMessage, TOPICS["tf"], lambda m: self._on_tf(m, False), tf_tree.TF_QOS,
+                                     callback_group=tf)
+            self.create_subscription(TFMessage, TOPICS["tf_static"], lambda m: self._on_tf(m, True),
+                                     tf_tree.TF_STATIC_QOS, callback_group=tf)
         ActionServer(self, Recognize, SERVICES["recognize"], execute_callback=self._recognize,
                      goal_callback=lambda _g: GoalResponse.ACCEPT, cancel_callback=lambda _g: CancelResponse.ACCEPT,
                      callback_group=ReentrantCallbackGroup(), result_timeout=RESULT_KEEP_S)
@@ -93,26 +106,18 @@ class PerceptionNode(Node):
 
     # ------------------------------------------------------------------ detections
     def _pair(self, kind: str, msg: Image) -> None:
-        """Match RGB and registered depth by stamp (they arrive on two topics), then detect."""
+        """Pair RGB and registered depth by stamp, approximately (two drivers), then detect."""
         t = from_time(msg.header.stamp)
-        entry = self._pending.setdefault(t, {})
-        entry[kind] = msg
-        if len(entry) == 2:
-            del self._pending[t]
-            self._on_image(entry["rgb"], entry["depth"])
-        while len(self._pending) > 4:
-            self._pending.pop(min(self._pending))
+        if kind == "rgb":
+            self._now = t
+        for rgb, depth in self._pairs.add(kind, t, msg):
+            self._on_image(rgb, depth)
 
-    def _on_tf(self, msg: TFMessage) -> None:
-        if msg.transforms:
-            self._tf[from_time(msg.transforms[0].header.stamp)] = msg
-            while len(self._tf) > TF_KEEP:
-                self._tf.pop(min(self._tf))
-
-    def _tf_at(self, t: float) -> TFMessage | None:
-        """The newest /tf message stamped at or before ``t`` (sim: the one of the same stamp)."""
-        older = [s for s in self._tf if s <= t + 1e-6]
-        return self._tf[max(older)] if older else None
+    def _on_tf(self, msg: TFMessage, static: bool) -> None:
+        refused = tf_tree.feed(self.tf, msg, static, now=self._now)
+        if refused:
+            self.get_logger().warning(f"{len(refused)} transform(s) refused ({self.tf.refused} so far): {refused[0]}",
+                                      throttle_duration_sec=1.0)
 
     def _on_image(self, msg: Image, depth: Image) -> None:
         t = from_time(msg.header.stamp)
@@ -139,12 +144,11 @@ class PerceptionNode(Node):
 
     def _locate(self, det, rgb: Image, depth: Image):
         """The detection located in ``map`` as a policy would (None without camera info, TF or depth)."""
-        tf = self._tf_at(from_time(rgb.header.stamp))
-        if self._info is None or self._tf_static is None or tf is None:
+        if self._info is None:
             return None
         try:
-            obs = observation_from_msgs(rgb, depth, self._info, self._tf_static, tf, 0)
-        except (LookupError, ValueError) as exc:
+            obs = observation_from_msgs(rgb, depth, self._info, self.tf, 0, self._tf_wait)
+        except (TransformError, ValueError) as exc:
             self.get_logger().warning(f"person not located: {exc}", throttle_duration_sec=5.0)
             return None
         return locate(det, obs)

@@ -74,6 +74,7 @@ GRAPHS: dict[str, tuple[NodeSpec, ...]] = {
     "stack": STACK,  # the simulated robot and its nodes, for interactive use and your own clients
     "robot": ROBOT,  # nav and perception on a robot's own topics: no simulator, no ground truth
 }
+SIM_ODOM_TIMEOUT_S = 2.0  # s: the nav node's odometry watchdog under the free-running simulator (a robot: 0.3 s)
 GRAPH_DEFAULTS: dict[str, dict[str, str]] = {"robot": {"execution": "cmd_vel"}}  # under the user's arguments
 REMAPPABLE = ("rgb", "rgb_info", "depth", "depth_info", "scan", "odom", "cmd_vel", "map")  # a robot's own names
 
@@ -172,6 +173,8 @@ def validate_launch_args(values: dict[str, str], graph: str = "bench") -> dict[s
         elif "execution" in values and "mode" not in values:
             values["mode"] = "lockstep" if values["execution"] == "lockstep" else "free_run"
         mode, execution = values.get("mode", "lockstep"), values.get("execution", "lockstep")
+        if execution != "lockstep":  # the simulator on a loaded machine stalls longer than a robot's driver may
+            overrides.setdefault("nav", {})["odom_timeout"] = SIM_ODOM_TIMEOUT_S
         if (mode == "lockstep") != (execution == "lockstep") and mode in MODES and execution in EXECUTIONS:
             raise InvalidInput("launch argument execution", execution,
                                f"{'lockstep' if mode == 'lockstep' else 'cmd_vel or nav2'} with mode:={mode} "

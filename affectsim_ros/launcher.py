@@ -56,7 +56,7 @@ class GraphProcesses:
             overrides.setdefault(node, {}).update(params)
         self.shm_cleaned = clean_stale()  # (files, bytes) left by killed DDS processes
         self.domain_id = domain_id if domain_id is not None else pick_domain_id()
-        self.env = loopback_env(self.domain_id)
+        self.env = loopback_env(self.domain_id, robot=graph == "robot")  # a robot's own middleware is respected
         params_file = params_file or default_params_file()
         self.procs: dict[str, subprocess.Popen] = {}
         self._logs = []
@@ -64,7 +64,9 @@ class GraphProcesses:
             for spec in GRAPHS[graph]:
                 if nodes is not None and spec.name not in nodes:
                     continue
-                cmd = [sys.executable, "-m", NODES_MODULE, spec.name, "--ros-args", "-r", f"__node:={spec.name}",
+                # no `-r __node:=NAME`: it renames every node of the process (the nav node's I/O node became a
+                # second /nav); each node class names itself
+                cmd = [sys.executable, "-m", NODES_MODULE, spec.name, "--ros-args",
                        "--params-file", str(params_file)]
                 for old, new in remaps:
                     cmd += ["-r", f"{old}:={new}"]

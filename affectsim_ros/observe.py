@@ -79,7 +79,7 @@ def observe(label: str | None = None, out: Path | None = None, episode_id: str =
         raise InvalidInput("--clip-frames", clip_frames, "8..2400 frames at 4 Hz")
     episode_id = episode_id or time.strftime("robot_%Y%m%d_%H%M%S")
     check_name("--episode-id", episode_id)
-    ensure_loopback()
+    ensure_loopback(robot=True)
     rclpy.init(args=["--ros-args", *(a for old, new in remaps for a in ("-r", f"{old}:={new}"))])
     client = BridgeClient("affectsim_observe", topics=("rgb", "depth", "rgb_info", "tf", "tf_static"),
                           services=False)

@@ -8,7 +8,7 @@ import pytest
 
 from affectsim_core.ros.env import ensure_loopback, pick_domain_id
 
-os.environ["ROS_DOMAIN_ID"] = str(pick_domain_id())
+os.environ.setdefault("ROS_DOMAIN_ID", str(pick_domain_id()))  # the user's choice, else a fresh one per session
 ensure_loopback()
 
 

@@ -22,7 +22,8 @@ from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import SERVICES
 from affectsim_interfaces.action import AcquireObservation
 from affectsim_nav.base_control import BaseLimits
-from affectsim_nav.ros_world import CMD_VEL_TOPICS, CmdVelWorld
+from affectsim_nav.ros_world import CMD_VEL_TOPICS, CmdVelWorld, OdometryLost
+from affectsim_ros.graph import SIM_ODOM_TIMEOUT_S
 from affectsim_ros.launcher import GraphProcesses
 
 SCENE = "test_apartment"
@@ -48,7 +49,7 @@ def test_cmd_vel_executor_drives_the_free_running_bridge(tmp_path):
         try:
             client.wait_for_bridge(90)
             assert client.load(SCENE, 1.5, 2.5, 0.0).success
-            world = CmdVelWorld(client, _publisher(client), BaseLimits(), 0.3, timeout=30.0)
+            world = CmdVelWorld(client, _publisher(client), BaseLimits(), 0.3, timeout=30.0, odom_timeout=SIM_ODOM_TIMEOUT_S)
             res = world.apply(Action.FORWARD)  # within 3 cm: a command acts until the next one (latency)
             assert res.ending == "done" and not res.clipped
             assert abs(res.distance_m - FORWARD_M) <= 0.03 and abs(res.pose.x - (1.5 + FORWARD_M)) < 0.03, res
@@ -64,12 +65,12 @@ def test_cmd_vel_executor_drives_the_free_running_bridge(tmp_path):
             assert obs.stamp == res.sim_time and obs.pose == pytest.approx((res.pose.x, res.pose.y, res.pose.yaw))
             # facing the west wall 0.35 m away (0.05 m from the front edge): inside the safety distance, no motion
             assert client.load(SCENE, 0.85, 2.5, math.pi).success
-            world = CmdVelWorld(client, _publisher(client), BaseLimits(), 0.3, timeout=30.0)
+            world = CmdVelWorld(client, _publisher(client), BaseLimits(), 0.3, timeout=30.0, odom_timeout=SIM_ODOM_TIMEOUT_S)
             res = world.apply(Action.FORWARD)
             assert res.ending == "blocked" and res.clipped and res.distance_m < 0.02, res
             g.stop()  # the robot goes away: the next action ends naming the missing odometry, within its timeout
             world.timeout = 2.0
-            with pytest.raises(TimeoutError, match="no odometry on /odom"):
+            with pytest.raises(OdometryLost, match="no odometry on /odom"):
                 world.apply(Action.FORWARD)
         finally:
             client.close()
@@ -95,7 +96,8 @@ def test_a_robot_stand_in_acquires_through_the_robots_own_topics_only(tmp_path):
         try:
             client.wait_for_bridge(90)
             assert client.load(SCENE, 1.5, 2.5, 0.0, humans=[person]).success  # the experimenter sets the scene
-            with GraphProcesses("robot", args=remap, domain_id=sim.domain_id, log_dir=logs / "robot") as robot:
+            with GraphProcesses("robot", args=remap, domain_id=sim.domain_id, log_dir=logs / "robot",  # the simulator
+                                extra_params={"nav": {"odom_timeout": SIM_ODOM_TIMEOUT_S}}) as robot:  # may stall
                 acquire = ActionClient(client.node, AcquireObservation, SERVICES["acquire_observation"])
                 assert acquire.wait_for_server(90), (logs / "robot" / "nav.log").read_text()
                 done = threading.Event()
@@ -130,5 +132,6 @@ def test_a_robot_stand_in_acquires_through_the_robots_own_topics_only(tmp_path):
     assert report.returncode == 0, report.stderr
     text = (run / "report.md").read_text()
     assert "1 episodes of the robot split" in text and "| recognizer | P-Init | A-Obs | Δgain |" in text, text
+    assert "Observed on a robot: no dataset episode was evaluated" in text and "not recorded" not in text, text
     bridge_log = (logs / "sim" / "bridge.log").read_text()
     assert "service calls: load_world=1, apply_action=0, render_views=0" in bridge_log, bridge_log

@@ -73,6 +73,14 @@ def test_launch_topics_up_then_ctrl_c_leaves_no_process():
         x1 = client.wait_for("odom", moved, timeout=10).pose.pose.position.x
         t1 = from_time(client.wait_for("clock", timeout=10).clock)
         assert t1 > t0 and x1 > x0 + 0.1
+        # every node has its own name: the launcher's `-r __node:=nav` once renamed the nav node's I/O node too
+        names = client.node.get_node_names_and_namespaces()
+        deadline = time.monotonic() + 30  # safety net: discovery of the graph's nodes
+        while not {"bridge", "nav", "perception"} <= {n for n, _ in names} and time.monotonic() < deadline:
+            time.sleep(0.1)
+            names = client.node.get_node_names_and_namespaces()
+        full = [f"{ns.rstrip('/')}/{n}" for n, ns in names]
+        assert len(full) == len(set(full)) and {"/bridge", "/nav", "/nav_io", "/perception"} <= set(full), full
         client.close()
     except BaseException:
         launcher.kill()  # a failed check must not leave the graph running (its nodes die with the launcher)
@@ -251,9 +259,19 @@ try:
 except TimeoutError as exc:
     print('refused:', exc, flush=True)
 node = rclpy.create_node('camera')
-node.create_publisher(Image, TOPICS['rgb'], 10)
+from rclpy.qos import qos_profile_sensor_data
+node.create_publisher(Image, TOPICS['rgb'], qos_profile_sensor_data)  # a camera driver's QoS: best effort
+try:
+    client.wait_for_publishers(timeout=10.0)  # this client subscribes reliable (lockstep)
+except TimeoutError as exc:
+    print('incompatible:', exc, flush=True)
+tolerant = BridgeClient('probe_best_effort', topics=('rgb',), services=False, sensor_qos='best_effort')
+tolerant.wait_for_publishers(timeout=60.0)
+node.create_publisher(Image, TOPICS['rgb'], 10)  # and a reliable publisher: matched by both
 client.wait_for_publishers(timeout=60.0)
+tolerant.wait_for_publishers(timeout=60.0)
 print('matched', flush=True)
+tolerant.close()
 client.close()
 node.destroy_node()
 rclpy.shutdown()
@@ -262,5 +280,9 @@ rclpy.shutdown()
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert lines[0].startswith("refused: no publisher on /head_camera/rgb/image_raw within 1 s"), out.stdout
+    assert lines[0].startswith("refused: no matching publisher within 1 s: no publisher on "
+                               "/head_camera/rgb/image_raw"), out.stdout
+    assert lines[1].startswith("incompatible: no matching publisher within 10 s: /head_camera/rgb/image_raw has 1 "
+                               "publisher(s) with QoS incompatible with this subscription's (reliable, volatile): "
+                               "theirs best_effort, volatile"), out.stdout
     assert lines[-1] == "matched"

@@ -56,7 +56,7 @@ class FakeNav2(Node):
     def _pose(self) -> tuple[float, float, float, float]:
         """(x, y, yaw) of base_link in map and the stamp, from the newest /tf."""
         tf = self.io.wait_for("tf", lambda m: bool(m.transforms), 10.0)
-        base = tf_tree.lookup(tf_tree.edges(tf), "map", "base_link")
+        base = tf_tree.buffer_of(None, tf).lookup("map", "base_link", from_time(tf.transforms[0].header.stamp))
         return (base.translation[0], base.translation[1], math.atan2(base.rotation[1, 0], base.rotation[0, 0]),
                 from_time(tf.transforms[0].header.stamp))
 

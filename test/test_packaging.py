@@ -24,7 +24,7 @@ def test_launch_file_compiles_and_uses_the_shared_graph():
     path = ROOT / "launch" / "bench.launch.py"
     py_compile.compile(str(path), doraise=True)
     text = path.read_text()
-    assert "GRAPHS" in text and "validate_launch_args" in text and "fastdds_profile" in text
+    assert "GRAPHS" in text and "validate_launch_args" in text and "loopback_env" in text
     assert 'UnsetEnvironmentVariable("ROS_AUTOMATIC_DISCOVERY_RANGE")' in text
 
 

@@ -178,8 +178,6 @@ def test_person_detections_follow_the_camera_stream(graph):
     # the node locates people with the policies' code: the same frame located here gives the same position
     match = lambda m: abs(from_time(m.header.stamp) - t) < 1e-6  # noqa: E731
     obs = observation_from_msgs(client.wait_for("rgb", match), client.wait_for("depth", match),
-                                client.wait_for("rgb_info", match), client.wait_for("tf_static"),
-                                client.wait_for("tf", lambda m: abs(from_time(m.transforms[0].header.stamp) - t) < 1e-6),
-                                0)
+                                client.wait_for("rgb_info", match), client.tf, 0, timeout=10.0)
     here = locate(BlazePose().detect(np.array(obs.rgb)), obs)
     assert (p.position.x, p.position.y) == pytest.approx(here.xy, abs=1e-6)

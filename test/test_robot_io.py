@@ -11,7 +11,7 @@ import pytest
 from affectsim_core.errors import InvalidInput
 from affectsim_core.ros.conversions import image_msg, to_time
 from affectsim_core.ros.sensors import depth_metres, rgb_array
-from affectsim_ros.graph import GRAPHS, launch_remaps, validate_launch_args
+from affectsim_ros.graph import GRAPHS, SIM_ODOM_TIMEOUT_S, launch_remaps, validate_launch_args
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -39,7 +39,8 @@ def test_bgr_frames_are_turned_into_rgb_and_other_encodings_named():
 
 
 def test_execution_and_mode_agree_or_the_launch_is_refused():
-    assert validate_launch_args({"mode": "free_run"})["nav"] == {"execution": "cmd_vel"}  # one follows the other
+    assert validate_launch_args({"mode": "free_run"})["nav"] == {"execution": "cmd_vel",  # one follows the other
+                                                                 "odom_timeout": SIM_ODOM_TIMEOUT_S}
     assert validate_launch_args({"execution": "nav2"})["bridge"] == {"mode": "free_run"}
     with pytest.raises(InvalidInput, match="launch argument execution='cmd_vel' is invalid; expected lockstep"):
         validate_launch_args({"mode": "lockstep", "execution": "cmd_vel"})

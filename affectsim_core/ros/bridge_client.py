@@ -20,15 +20,17 @@ from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.executors import ExternalShutdownException
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, LaserScan
 from tf2_msgs.msg import TFMessage
 
-from affectsim_core.ros import calls
+from affectsim_core.ros import calls, tf_tree
 from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.topics import SERVICES
 from affectsim_core.ros.topics import TOPICS as NAMES
+from affectsim_core.tf_buffer import TfBuffer
 from affectsim_interfaces.msg import HumanPlacement, HumanReactions
 from affectsim_interfaces.srv import ApplyAction, LoadWorld
 
@@ -37,8 +39,9 @@ TOPICS: dict[str, tuple[str, type]] = {key: (NAMES[key], typ) for key, typ in (
     ("odom", Odometry), ("tf", TFMessage), ("clock", Clock), ("gt_humans", PoseArray),
     ("gt_reactions", HumanReactions))}
 LATCHED = {"tf_static": (NAMES["tf_static"], TFMessage), "map": (NAMES["map"], OccupancyGrid)}  # transient local
-KEEP_TF = 400  # /tf messages kept (8 s at 50 Hz): longer than the camera frames kept, so a lagging reader
-# still finds the transforms of every frame it holds
+SENSORS = ("rgb", "rgb_info", "depth", "depth_info", "scan", "odom")  # drivers' topics (sensor-data QoS on robots)
+SENSOR_QOS = ("reliable", "best_effort")
+TIME_KEYS = ("rgb", "depth", "scan", "odom", "clock")  # whose stamps say what time it is now (TF future check)
 
 
 def _stamp_of(msg: Any) -> float | None:
@@ -52,25 +55,43 @@ def _stamp_of(msg: Any) -> float | None:
     return None
 
 
+def _qos_text(q) -> str:
+    return f"{q.reliability.name.lower()}, {q.durability.name.lower()}"
+
+
 class BridgeClient:
     def __init__(self, name: str = "affectsim_client", topics: tuple[str, ...] = ("rgb", "depth"),
-                 keep: int = 50, services: bool = True) -> None:
+                 keep: int = 50, services: bool = True, sensor_qos: str = "reliable",
+                 log: Callable[[str], None] | None = None, tf: TfBuffer | None = None) -> None:
         """Subscribe to ``topics`` (keys of TOPICS and LATCHED); fewer topics keep the client fast.
-        ``services=False``: the robot's topics only, no client of the bridge's services (a real robot)."""
+        ``services=False``: the robot's topics only, no client of the bridge's services (a real robot).
+        ``sensor_qos``: ``reliable`` (the simulator in lockstep: every frame counts) or ``best_effort``
+        (matches reliable and best-effort publishers alike: real drivers publish sensor-data QoS).
+        ``/tf`` and ``/tf_static`` feed :attr:`tf` (a :class:`TfBuffer`, ``tf`` or a new one).
+        ``log`` gets warnings (an incompatible publisher, refused transforms)."""
         unknown = set(topics) - set(TOPICS) - set(LATCHED)
         if unknown:
             raise KeyError(f"unknown topic keys {sorted(unknown)}; known: {sorted([*TOPICS, *LATCHED])}")
+        if sensor_qos not in SENSOR_QOS:
+            raise ValueError(f"sensor_qos={sensor_qos!r} is invalid; expected one of {SENSOR_QOS}")
         self.node = Node(name)
+        self._log = log or (lambda text: self.node.get_logger().warning(text))
         self._cv = threading.Condition()
-        self.msgs: dict[str, deque] = {k: deque(maxlen=KEEP_TF if k == "tf" else keep) for k in topics}
+        self.msgs: dict[str, deque] = {k: deque(maxlen=keep) for k in topics}
+        self.tf = tf if tf is not None else TfBuffer()
+        self._now: float | None = None  # the newest stamp of a sensor or the clock (s)
+        self._refused_logged = 0.0
         rel = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        sensor = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT) if sensor_qos == "best_effort" else rel
         latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        deep = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)  # /tf: 50 Hz, 2 s of history
         self._subs = {}
         for key in topics:
             topic, typ = TOPICS[key] if key in TOPICS else LATCHED[key]
-            qos = (deep if key == "tf" else rel) if key in TOPICS else latched
-            self._subs[key] = self.node.create_subscription(typ, topic, lambda m, k=key: self._store(k, m), qos)
+            qos = {"tf": tf_tree.TF_QOS, "tf_static": tf_tree.TF_STATIC_QOS, "map": latched}.get(
+                key, sensor if key in SENSORS else rel)
+            events = SubscriptionEventCallbacks(incompatible_qos=lambda info, k=key: self._incompatible(k, info))
+            self._subs[key] = self.node.create_subscription(typ, topic, lambda m, k=key: self._store(k, m), qos,
+                                                            event_callbacks=events)
         if services:
             self._load = self.node.create_client(LoadWorld, SERVICES["load_world"])
             self._step = self.node.create_client(ApplyAction, SERVICES["apply_action"])
@@ -80,6 +101,10 @@ class BridgeClient:
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._running = True
         self._thread.start()
+
+    def topic(self, key: str) -> str:
+        """The topic name subscribed for ``key`` (after remapping)."""
+        return self._subs[key].topic_name if key in self._subs else (TOPICS.get(key) or LATCHED[key])[0]
 
     def _spin(self) -> None:
         try:
@@ -94,12 +119,27 @@ class BridgeClient:
         return self._cv
 
     def _store(self, key: str, msg: Any) -> None:
+        refused: list[str] = []
         with self._cv:
             q, t = self.msgs[key], _stamp_of(msg)
             if q and t is not None and (last := _stamp_of(q[-1])) is not None and t < last - 1e-9:
                 q.clear()  # time went back (the bridge loaded a world): older messages are of another episode
+                if key == "clock":
+                    self.tf.clear()
+            if key in TIME_KEYS and t is not None:  # a stream that went back restarts "now" with it
+                self._now = t if self._now is None or not q else max(self._now, t)
+            if key in ("tf", "tf_static"):
+                refused = tf_tree.feed(self.tf, msg, static=key == "tf_static", now=self._now)
             q.append(msg)
             self._cv.notify_all()
+        if refused and time.monotonic() - self._refused_logged > 1.0:  # once a second at most
+            self._refused_logged = time.monotonic()
+            self._log(f"{len(refused)} transform(s) on {self.topic(key)} refused ({self.tf.refused} so far): {refused[0]}")
+
+    def _incompatible(self, key: str, info) -> None:
+        self._log(f"a publisher on {self.topic(key)} has QoS incompatible with this subscription "
+                  f"({_qos_text(self._subs[key].qos_profile)}): policy {info.last_policy_kind.name} differs; "
+                  "its messages are not received")
 
     # ------------------------------------------------------------------ waits
     def wait_for(self, key: str, predicate=lambda m: True, timeout: float = 10.0) -> Any:
@@ -112,7 +152,32 @@ class BridgeClient:
                         return m
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"no message on {key} matching the request within {timeout:.1f} s")
+                    raise TimeoutError(f"no message on {self.topic(key)} matching the request within {timeout:.1f} s")
+                self._cv.wait(left)
+
+    def wait_near(self, key: str, t: float, slop: float, timeout: float = 10.0) -> Any:
+        """The message on ``key`` stamped nearest ``t`` (s) within ``slop`` s: approximate time
+        pairing of unsynchronised drivers' streams (an exact stamp, as the simulator's, is taken at
+        once). Waits until a message stamped at or after ``t`` shows that no nearer one can come
+        (one topic's stamps grow), or until ``timeout``; TimeoutError if none lies within ``slop``."""
+        deadline = time.monotonic() + timeout
+
+        def best() -> tuple[Any, bool]:
+            near = [m for m in reversed(self.msgs[key]) if abs(_stamp_of(m) - t) <= slop + 1e-9]  # ties: newest
+            done = any(_stamp_of(m) >= t - 1e-9 for m in self.msgs[key])
+            return (min(near, key=lambda m: abs(_stamp_of(m) - t)) if near else None), done
+
+        with self._cv:
+            while True:
+                m, done = best()
+                if m is not None and (done or abs(_stamp_of(m) - t) <= 1e-9):
+                    return m
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    if m is not None:
+                        return m
+                    raise TimeoutError(f"no message on {self.topic(key)} within {slop * 1e3:.0f} ms of t={t:.3f} s "
+                                       f"within {timeout:.1f} s")
                 self._cv.wait(left)
 
     def wait_for_stamp(self, key: str, stamp, timeout: float = 10.0) -> Any:
@@ -126,15 +191,30 @@ class BridgeClient:
         never arrives, so a node serves requests only once this returns. ``log`` gets the topics
         still unmatched every ``every`` s; ``timeout`` (s) None: wait for ever, else TimeoutError."""
         start = last = time.monotonic()
-        hint = "(is the bridge or the robot's driver running?)"
-        while missing := [s.topic_name for s in self._subs.values() if s.get_publisher_count() == 0]:
+        while missing := [k for k, s in self._subs.items() if s.get_publisher_count() == 0]:
             now = time.monotonic()
             if timeout is not None and now - start > timeout:
-                raise TimeoutError(f"no publisher on {', '.join(missing)} within {timeout:.0f} s {hint}")
+                raise TimeoutError(f"no matching publisher within {timeout:.0f} s: {self._unmatched(missing)}")
             if log is not None and now - last >= every:
-                log(f"waiting for a publisher on {', '.join(missing)} {hint}")
+                log(f"waiting: {self._unmatched(missing)}")
                 last = now
             time.sleep(0.05)
+
+    def _unmatched(self, keys: list[str]) -> str:
+        """Why each of ``keys`` has no matched publisher: none on the graph, or their QoS (named) differs."""
+        parts, absent = [], []
+        for k in keys:
+            sub = self._subs[k]
+            pubs = self.node.get_publishers_info_by_topic(sub.topic_name)
+            if not pubs:
+                absent.append(sub.topic_name)
+                continue
+            theirs = "; ".join(sorted({_qos_text(p.qos_profile) for p in pubs}))
+            parts.append(f"{sub.topic_name} has {len(pubs)} publisher(s) with QoS incompatible with this "
+                         f"subscription's ({_qos_text(sub.qos_profile)}): theirs {theirs}")
+        if absent:
+            parts.append(f"no publisher on {', '.join(absent)} (is the bridge or the robot's driver running?)")
+        return "; ".join(parts)
 
     def wait_for_bridge(self, timeout: float = 60.0) -> None:
         for cli, name in ((self._load, SERVICES["load_world"]), (self._step, SERVICES["apply_action"])):

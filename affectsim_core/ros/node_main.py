@@ -36,7 +36,7 @@ STOP_GRACE_S = 3.0  # s for the executor's threads to end; both within the launc
 def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = None, threads: int = 3) -> None:
     """Create the node with ``factory`` and spin it on a multi-threaded executor until shutdown or a
     signal; a construction error (bad parameter, missing checkpoint) exits with status 2 and the reason."""
-    ensure_loopback()
+    ensure_loopback(robot=True)  # what the launcher (or the user's shell, on a robot) chose; a bad profile is refused
     stop = threading.Event()
     crashed: list[str] = []
 
