@@ -135,6 +135,11 @@ def provenance(meta: dict) -> list[str]:
         return ["- **Checkpoints trained on another dataset** (the run was started with --allow-dataset-mismatch): "
                 + "; ".join(f"{', '.join(f'`{n}`' for n in names)} on version `{v}`" for v, names in sorted(by.items()))
                 + f", while this run evaluates version `{version}`. Their scores are not those of the shipped protocol."]
+    config = meta.get("config") if isinstance(meta.get("config"), dict) else {}
+    if version is None and config.get("execution") == "robot":
+        trained = sorted(set((meta.get("checkpoint_dataset_versions") or {}).values()))
+        return ["- Observed on a robot: no dataset episode was evaluated; the checkpoints were trained on dataset "
+                f"version{'s' if len(trained) > 1 else ''} {', '.join(f'`{v}`' for v in trained) or 'unknown'}."]
     if version is None:
         return ["- The dataset version is not recorded (a run from before versions were)."]
     return [f"- Dataset version `{version}`; every checkpoint of this run was trained on it."]
