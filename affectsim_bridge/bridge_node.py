@@ -48,8 +48,10 @@ from affectsim_bridge.views import View, render_views
 from affectsim_bridge.world_thread import WorldThread
 from affectsim_core.actions import Action
 from affectsim_core.camera import FETCH_HEAD_HEIGHT, FETCH_HEAD_VFOV_DEG, FETCH_HEAD_WIDTH, CameraIntrinsics
+from affectsim_core.episode import MAX_HUMANS
 from affectsim_core.errors import AffectSimError, InvalidInput
 from affectsim_core.geometry import Pose2D, Transform
+from affectsim_core.names import check_name
 from affectsim_core.protocol import FORWARD_M, MODES, STEP_SECONDS, TURN_RAD
 from affectsim_core.ros import conversions as cv
 from affectsim_core.ros.params import Param, declare_params
@@ -336,6 +338,7 @@ class BridgeNode(Node):
     def _load_world(self, req: LoadWorld.Request, res: LoadWorld.Response) -> None:
         if not req.scene:
             raise InvalidInput("scene", req.scene, "a built-in scene id or a scene file path")
+        _check_load_request(req)  # counts, sizes and names before any motion is loaded
         pose = Pose2D(req.robot_pose.x, req.robot_pose.y, req.robot_pose.theta)
         humans = tuple(HumanPlacement(h.id, h.x, h.y, h.yaw, h.appearance, h.is_target,
                                       motion=self._motion(h.motion_id) if h.motion_id else None, phase=h.phase)
@@ -432,10 +435,11 @@ class BridgeNode(Node):
     def _on_cmd_vel(self, msg: Twist) -> None:
         lin, ang = msg.linear.x, msg.angular.z
         if not cv.finite(lin, ang, msg.linear.y, msg.linear.z, msg.angular.x, msg.angular.y):
+            self._rejected_cmds = getattr(self, "_rejected_cmds", 0) + 1  # counted; logged once a second at most
             self.get_logger().error(
-                f"/cmd_vel rejected: linear=({msg.linear.x}, {msg.linear.y}, {msg.linear.z}) "
-                f"angular=({msg.angular.x}, {msg.angular.y}, {msg.angular.z}); expected finite values"
-            )
+                f"/cmd_vel rejected ({self._rejected_cmds} so far): linear=({msg.linear.x}, {msg.linear.y}, "
+                f"{msg.linear.z}) angular=({msg.angular.x}, {msg.angular.y}, {msg.angular.z}); expected finite values",
+                throttle_duration_sec=1.0)
             return
         if self.p["mode"] != "free_run":
             self.get_logger().warning("/cmd_vel ignored: bridge runs lockstep (use /affectsim/apply_action)",
@@ -467,6 +471,24 @@ def _reactions_msg(b, stamp) -> HumanReactions:
                          reacting_s=[float(x.reacting_s) for x in b.reactions.summaries])
     msg.header.stamp, msg.header.frame_id = stamp, "map"
     return msg
+
+
+MAX_YAW = 1e3  # rad: a yaw beyond this is a mistake, not an angle (it would lose all precision)
+
+
+def _check_load_request(req: LoadWorld.Request) -> None:
+    """Refuse a LoadWorld request whose counts, names or numbers are out of bounds, before any work."""
+    if len(req.humans) > MAX_HUMANS:
+        raise InvalidInput("humans", f"{len(req.humans)} people", f"at most {MAX_HUMANS}")
+    p = req.robot_pose
+    if not (cv.finite(p.x, p.y, p.theta) and abs(p.theta) <= MAX_YAW):
+        raise InvalidInput("robot_pose", (p.x, p.y, p.theta), f"finite x, y (m) and |theta| <= {MAX_YAW:g} rad")
+    for k, h in enumerate(req.humans):
+        check_name(f"humans[{k}].id", h.id)
+        if h.motion_id:
+            check_name(f"humans[{k}].motion_id", h.motion_id)
+        if not (cv.finite(h.x, h.y, h.yaw) and abs(h.yaw) <= MAX_YAW):
+            raise InvalidInput(f"humans[{k}] pose", (h.x, h.y, h.yaw), f"finite x, y (m) and |yaw| <= {MAX_YAW:g} rad")
 
 
 def _link_tf(links: dict[str, Transform], child: str) -> Transform:

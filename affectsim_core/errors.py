@@ -9,6 +9,9 @@ class AffectSimError(Exception):
     """Base class for every error the project raises on purpose."""
 
 
+MAX_SHOWN = 200  # characters of a bad value quoted in an error message
+
+
 class InvalidInput(AffectSimError, ValueError):
     """A value given by a user or a peer is not acceptable."""
 
@@ -18,7 +21,10 @@ class InvalidInput(AffectSimError, ValueError):
         self.expected = expected
         self.where = where
         prefix = f"{where}: " if where else ""
-        super().__init__(f"{prefix}{field}={value!r} is invalid; expected {expected}")
+        shown = repr(value)
+        if len(shown) > MAX_SHOWN:  # a 1 MB name must not become a 1 MB message
+            shown = f"{shown[:MAX_SHOWN]}... ({len(shown)} characters)"
+        super().__init__(f"{prefix}{field}={shown} is invalid; expected {expected}")
 
     def __reduce__(self):  # crosses process boundaries (worker pools) intact
         return (type(self), (self.field, self.value, self.expected, self.where))
