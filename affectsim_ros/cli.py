@@ -56,6 +56,7 @@ from affectsim_eval.dataset.context import MAX_CONTEXT_F1
 from affectsim_eval.report import write_report
 from affectsim_eval.runner import run_eval
 from affectsim_eval.train import SUBSET, TRAINABLE, train
+from affectsim_nav.nav_node import MAX_GOAL_COUNT
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS
 from affectsim_ros import (bench_base, bench_evolving, bench_full, bench_nav, bench_perception, bench_sim, bench_soak,
@@ -157,8 +158,17 @@ def _bench(ns: argparse.Namespace) -> int:
 
 
 def _observe(ns: argparse.Namespace) -> int:
+    # every option checked before the graph is touched (a bad one is one line, not a traceback)
+    if not 0 <= ns.max_actions <= MAX_GOAL_COUNT:
+        raise InvalidInput("--max-actions", ns.max_actions, f"an integer in [0, {MAX_GOAL_COUNT}] (0: the protocol's)")
+    if not (math.isfinite(ns.timeout) and 1.0 <= ns.timeout <= 86_400.0):
+        raise InvalidInput("--timeout", ns.timeout, "seconds in [1, 86400]")
+    if ns.policy and ns.policy not in POLICIES:
+        raise InvalidInput("--policy", ns.policy, f"one of {', '.join(POLICIES.names())}")
+    if ns.target_description and len(ns.target_description) > 256:
+        raise InvalidInput("--target-description", f"{len(ns.target_description)} characters", "at most 256")
     if ns.domain_id is not None:
-        ensure_loopback(ns.domain_id)
+        ensure_loopback(ns.domain_id, robot=True)
     args = dict(item.split(":=", 1) for item in ns.args if ":=" in item)
     bad = [item for item in ns.args if ":=" not in item or not item.split(":=", 1)[0].endswith("_topic")]
     if bad:

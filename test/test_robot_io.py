@@ -85,3 +85,19 @@ def test_the_shipped_nav2_parameters_match_the_robot():
     assert follow["desired_linear_vel"] <= lim.max_linear and follow["rotate_to_heading_angular_vel"] <= lim.max_angular
     smoother = p["velocity_smoother"]["ros__parameters"]
     assert smoother["max_velocity"][0] <= lim.max_linear and smoother["max_velocity"][2] <= lim.max_angular
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--max-actions", "-1"], "--max-actions=-1 is invalid"),  # was a SystemError traceback
+    (["--max-actions", "10000000000"], "--max-actions=10000000000 is invalid"),  # silently wrapped
+    (["--timeout", "1e300"], "--timeout=1e+300 is invalid"),  # OverflowError
+    (["--policy", "nope"], "--policy='nope' is invalid"),  # a RuntimeError traceback from the nav node
+    (["--target-description", "x" * 300], "--target-description='300 characters' is invalid"),
+])
+def test_observe_refuses_bad_options_in_one_line_before_touching_the_graph(args, message):
+    import subprocess
+    import sys
+
+    out = subprocess.run([str(Path(sys.executable).parent / "affectsim"), "observe", *args], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode != 0 and message in out.stderr and "Traceback" not in out.stderr, out.stderr
