@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import threading
+import time
 
 from geometry_msgs.msg import Point, Twist
 from geometry_msgs.msg import Pose2D as Pose2DMsg
@@ -38,7 +39,7 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.person_tracking import DETECTORS
 from affectsim_core.protocol import MAX_ACTIONS, MAX_PLANNER_CALLS, Outcome
 from affectsim_core.ros.bridge_client import SENSOR_QOS, BridgeClient
-from affectsim_core.ros.calls import RESULT_KEEP_S
+from affectsim_core.ros.calls import server_qos
 from affectsim_core.ros.conversions import diagnostics_to_msg, image_msg, matrix_pose_msg, to_time
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES
@@ -126,7 +127,7 @@ class NavNode(Node):
                                (Handoff, "handoff", self._handoff), (FollowPerson, "follow_person", self._follow)):
             ActionServer(self, typ, SERVICES[name], execute_callback=self._execute(typ, run),
                          goal_callback=lambda _g: GoalResponse.ACCEPT, cancel_callback=lambda _g: CancelResponse.ACCEPT,
-                         handle_accepted_callback=self._accepted, callback_group=group, result_timeout=RESULT_KEEP_S)
+                         handle_accepted_callback=self._accepted, callback_group=group, **server_qos())
         self.get_logger().info(f"nav ready: policy={self.p['policy']} execution={self.execution}")
 
     # ------------------------------------------------------------------ goal bookkeeping
@@ -137,11 +138,17 @@ class NavNode(Node):
 
     def _execute(self, typ, run):
         def execute(handle):
-            idle = self._idle.wait(float(self.p["timeout_s"]))  # the preempted goal finishes its step first
+            # the preempted goal finishes its step first; a goal overtaken while it waits leaves at once, so a
+            # burst of goals holds no executor thread that a further goal request needs (all get an answer)
+            deadline = time.monotonic() + float(self.p["timeout_s"])
+            while not self._idle.wait(0.05) and self._active is handle and time.monotonic() < deadline:
+                pass
+            idle = self._idle.is_set()
             with self._lock:
                 if self._active is not handle or not idle:
                     handle.abort()
-                    why = "preempted by a newer goal" if idle else "the previous goal did not stop within timeout_s"
+                    why = ("preempted by a newer goal" if self._active is not handle
+                           else "the previous goal did not stop within timeout_s")
                     return self._result(typ, Outcome.ABORTED, f"{why} before it started")
                 self._idle.clear()
             try:

@@ -32,7 +32,7 @@ from tf2_msgs.msg import TFMessage
 from affectsim_core.errors import AffectSimError, InvalidInput
 from affectsim_core.person_tracking import DETECTORS, locate
 from affectsim_core.protocol import CLIP_FRAMES, CLIP_SIZE
-from affectsim_core.ros.calls import RESULT_KEEP_S
+from affectsim_core.ros.calls import server_qos
 from affectsim_core.ros.conversions import from_time, image_to_array
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.ros.sensors import observation_from_msgs, rgb_array
@@ -101,7 +101,7 @@ class PerceptionNode(Node):
                                      tf_tree.TF_STATIC_QOS, callback_group=tf)
         ActionServer(self, Recognize, SERVICES["recognize"], execute_callback=self._recognize,
                      goal_callback=lambda _g: GoalResponse.ACCEPT, cancel_callback=lambda _g: CancelResponse.ACCEPT,
-                     callback_group=ReentrantCallbackGroup(), result_timeout=RESULT_KEEP_S)
+                     callback_group=ReentrantCallbackGroup(), **server_qos())
         self.get_logger().info(f"perception ready: recognizers={names} detect_rate_hz={self.rate}")
 
     # ------------------------------------------------------------------ detections

@@ -191,3 +191,29 @@ def test_cancel_preemption_and_bad_goals_keep_the_node_serving(graph, library):
     assert rf.result().status == GoalStatus.STATUS_ABORTED and "preempted" in rf.result().result.message
     status, res, _ = call(clients[Handoff], Handoff.Goal())  # the preempting episode is over
     assert status == GoalStatus.STATUS_ABORTED and "SearchPerson" in res.message
+
+
+def test_a_burst_of_goals_gets_an_answer_for_every_one(graph, library):
+    """20 goals at once (more than the executor's threads): each is answered, the newest runs."""
+    client, clients, _, _ = graph
+    lib, standing = _motions(library)
+    humans, _, _, _ = _episode(lib, [("target", standing[1], 8.5, 4.2, math.pi)], (1.5, 2.5, 1.57))
+    assert client.load(SCENE, 1.5, 2.5, 1.57, humans=humans).success
+    acquire = clients[AcquireObservation]
+    answered, results = threading.Semaphore(0), []
+    lock = threading.Lock()
+
+    def on_result(f):
+        with lock:
+            results.append(f.result())
+        answered.release()
+
+    handles = [acquire.send_goal_async(AcquireObservation.Goal(episode_id=f"b{k}", clip_frames=5, max_actions=3))
+               for k in range(20)]
+    for h in handles:
+        h.add_done_callback(lambda f: f.result().get_result_async().add_done_callback(on_result))
+    for _ in handles:
+        assert answered.acquire(timeout=120), f"{len(results)} of 20 goals answered"
+    statuses = sorted(r.status for r in results)
+    assert len(results) == 20 and statuses.count(GoalStatus.STATUS_SUCCEEDED) >= 1, statuses
+    assert all(r.result.outcome in ("aborted", "budget_exhausted") for r in results)

@@ -21,10 +21,20 @@ from itertools import count
 from typing import Any, Iterator
 
 from action_msgs.msg import GoalStatus
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 FIRST_ATTEMPT_S = 5.0  # s, the first attempt's window; each further attempt doubles it ...
 MAX_ATTEMPT_S = 30.0  # s, ... up to this
 RESULT_KEEP_S = 60  # s an action server keeps a finished goal's result for a client that asks again (> MAX_ATTEMPT_S)
+# an action server's goal, cancel and result services: requests queued while the executor is busy are kept
+# (the default depth of 10 dropped the 11th goal of a burst unanswered)
+SERVER_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+
+
+def server_qos() -> dict:
+    """Keyword arguments of ``ActionServer`` for the project's servers (queues, result retention)."""
+    return {"goal_service_qos_profile": SERVER_QOS, "cancel_service_qos_profile": SERVER_QOS,
+            "result_service_qos_profile": SERVER_QOS, "result_timeout": RESULT_KEEP_S}
 
 
 def request_ids() -> Iterator[int]:
