@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import shutil
 import zlib
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from helpers import box_room
 
 from affectsim_bridge.humans.library import Library
-from affectsim_bridge.humans.motion import load_motion
+from affectsim_bridge.humans.motion import MAX_CLIP_FILE_BYTES, load_motion
 from affectsim_core.errors import InvalidInput
 from affectsim_core.names import inside
 from affectsim_eval.config import DATASET_KEY
@@ -90,6 +91,20 @@ def test_a_tampered_motion_clip_is_refused_by_its_checksum(small_data, tmp_path)
     np.savez_compressed(buf, **arrays)
     path.write_bytes(buf.getvalue())
     with pytest.raises(InvalidInput, match=r"sha256.*changed or corrupt"):
+        Library(lib_dir).load(mid)
+    # a 1.5 GB clip cost 1.75 GB RSS: its whole file was hashed before the header limits applied
+    with open(path, "r+b") as f:
+        f.truncate(MAX_CLIP_FILE_BYTES + 1)  # sparse: no disk space, no read
+    import tracemalloc
+
+    tracemalloc.start()
+    with pytest.raises(InvalidInput, match=rf"file size='{MAX_CLIP_FILE_BYTES + 1} bytes' is invalid"):
+        Library(lib_dir).load(mid)
+    assert tracemalloc.get_traced_memory()[1] < 16 * 2 ** 20  # nothing of the file was read into memory
+    tracemalloc.stop()
+    path.unlink()
+    os.mkfifo(path)  # only regular files are opened (a FIFO would block the reader for ever)
+    with pytest.raises(InvalidInput, match="expected a regular motion file"):
         Library(lib_dir).load(mid)
 
 

@@ -40,7 +40,7 @@ import numpy as np
 from affectsim_bridge.backends.base import HumanPlacement
 from affectsim_bridge.humans.evolving import EVENTS, IN_PLACE, evolving
 from affectsim_bridge.humans.generator import generate
-from affectsim_bridge.humans.motion import Motion, load_motion, save_motion
+from affectsim_bridge.humans.motion import Motion, check_clip_limits, load_motion, save_motion
 from affectsim_bridge.humans.styles import Performer
 from affectsim_core.atomic import staged_dir
 from affectsim_core.errors import InvalidInput
@@ -140,7 +140,9 @@ _VERIFIED: set[tuple[str, str]] = set()  # (clip file, SHA-256) checked in this 
 
 
 def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """SHA-256 of a file, read in chunks (never the whole file in memory)."""
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def build(out: Path = DEFAULT_DIR, seed: int = 0, log: Callable[[str], None] = print, **sizes) -> dict:
@@ -233,6 +235,7 @@ class Library:
         path = self.root / e["file"]
         key = (str(path.resolve()), e["sha256"])
         if key not in _VERIFIED:
+            check_clip_limits(path)  # a 1.5 GB file is refused from its size, not hashed
             try:
                 sha = _sha256(path)
             except OSError:

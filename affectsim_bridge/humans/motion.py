@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 import zipfile
 from dataclasses import asdict, dataclass, field
@@ -36,6 +37,7 @@ ACTIONS = (*SOLO_ACTIONS, "dyadic")
 FORMAT = "affectsim-motion/1"
 MAX_FRAMES = 60_000  # frames of one clip (over 16 min at 60 fps; the library's clips have a few hundred)
 MAX_CLIP_BYTES = 64 * 2 ** 20  # all arrays of one clip once loaded (60,000 frames of the body's DoFs: ~25 MB)
+MAX_CLIP_FILE_BYTES = MAX_CLIP_BYTES + 2 ** 20  # the .npz file itself (its arrays, compressed or not, and headers)
 
 
 @dataclass(eq=False)
@@ -244,28 +246,48 @@ def _array_shapes(path: Path) -> dict[str, tuple[tuple[int, ...], int]]:
     return shapes
 
 
-def load_motion(path: Path) -> Motion:
-    """Read and validate a clip; malformed or truncated files raise :class:`InvalidInput` naming the file.
-    A clip longer than :data:`MAX_FRAMES` is refused from its array headers, before anything is loaded."""
+def check_clip_limits(path: Path) -> None:
+    """Refuse a clip file that is not a regular file, is larger than :data:`MAX_CLIP_FILE_BYTES`, or whose
+    array headers exceed :data:`MAX_FRAMES` / :data:`MAX_CLIP_BYTES`, before any array is read."""
     where = str(path)
     try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidInput("path", where, "a regular motion file")
+        if st.st_size > MAX_CLIP_FILE_BYTES:
+            raise InvalidInput("file size", f"{st.st_size} bytes", f"at most {MAX_CLIP_FILE_BYTES} bytes per clip",
+                               where=where)
         shapes = _array_shapes(path)
-        frames = max((s[0] for k, (s, _) in shapes.items() if k in ("root_pos", "root_rot", "dofs") and s), default=0)
-        size = sum(n for _, n in shapes.values())
-        if frames <= MAX_FRAMES and size <= MAX_CLIP_BYTES:
-            with np.load(path, allow_pickle=False) as z:
-                arrays = {k: z[k] for k in ("root_pos", "root_rot", "dofs", "meta")}
-                arrays["vad"] = z["vad"] if "vad" in z.files else None  # clips written before VAD labels
+    except FileNotFoundError:
+        raise InvalidInput("path", where, "an existing motion file") from None
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
+        if isinstance(exc, InvalidInput):
+            raise
+        raise InvalidInput("<file>", where, f"a complete {FORMAT} .npz file ({type(exc).__name__}: {exc})") from None
+    frames = max((s[0] for k, (s, _) in shapes.items() if k in ("root_pos", "root_rot", "dofs") and s), default=0)
+    size = sum(n for _, n in shapes.values())
+    if frames > MAX_FRAMES:
+        raise InvalidInput("frames", frames, f"at most {MAX_FRAMES} frames per clip", where=where)
+    if size > MAX_CLIP_BYTES:
+        raise InvalidInput("arrays", f"{size} bytes", f"at most {MAX_CLIP_BYTES} bytes per clip", where=where)
+
+
+def load_motion(path: Path) -> Motion:
+    """Read and validate a clip; malformed or truncated files raise :class:`InvalidInput` naming the file.
+    A clip over the limits is refused from its size and array headers (:func:`check_clip_limits`),
+    before anything is loaded."""
+    where = str(path)
+    check_clip_limits(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in ("root_pos", "root_rot", "dofs", "meta")}
+            arrays["vad"] = z["vad"] if "vad" in z.files else None  # clips written before VAD labels
     except FileNotFoundError:
         raise InvalidInput("path", where, "an existing motion file") from None
     except (zipfile.BadZipFile, ValueError, OSError, EOFError) as exc:
         raise InvalidInput("<file>", where, f"a complete {FORMAT} .npz file ({type(exc).__name__}: {exc})") from None
     except KeyError as exc:
         raise InvalidInput(str(exc), None, "the array to be present", where=where) from None
-    if frames > MAX_FRAMES:
-        raise InvalidInput("frames", frames, f"at most {MAX_FRAMES} frames per clip", where=where)
-    if size > MAX_CLIP_BYTES:
-        raise InvalidInput("arrays", f"{size} bytes", f"at most {MAX_CLIP_BYTES} bytes per clip", where=where)
     try:
         meta = json.loads(str(arrays["meta"]))
     except json.JSONDecodeError as exc:
