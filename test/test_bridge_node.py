@@ -335,3 +335,35 @@ def test_a_flood_of_bad_commands_is_counted_and_logged_once_a_second(bridge):
     assert len(lines) >= 3 and len(lines) <= elapsed + 2, (len(lines), elapsed)  # at most one line a second
     assert max(lines) >= 10 * len(lines), lines  # every rejection counted, not every one logged
     pub.destroy()
+
+
+def test_memory_a_large_reply_held_is_returned_once_it_is_replaced(bridge):
+    """The bridge stayed 1.1 GB after one 291-view RenderViews (RMW history slots kept at the largest
+    sample, glibc arenas kept the frames). Now the history frees a reply when the next one replaces
+    it and large blocks go back to the system: RSS returns to where it was."""
+    import psutil
+
+    client, g = bridge
+    cli = client.node.create_client(RenderViews, SERVICES["render_views"])
+    rss = psutil.Process(g.pids()["bridge"]).memory_info
+
+    def views(n: int, size: int):
+        req = RenderViews.Request(size=size, times=[0.0] * n, head_tilts=[0.0] * n,
+                                  robot_poses=[Pose2DMsg(x=1.0, y=2.5)] * n)
+        res = _call(cli, req)
+        assert res.success and len(res.frames) == n, res.message
+
+    views(1, 64)
+    views(1, 64)
+    before = rss().rss
+    views(64, 0)  # 64 full 640x480 frames: a 59 MB reply
+    peak = rss().rss
+    deadline = time.monotonic() + 60  # safety net: wait for the state, not a time
+    while True:
+        views(1, 64)  # replaces the large reply in the service's history
+        now = rss().rss
+        if now - before < 30 * 2 ** 20 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert now - before < 30 * 2 ** 20, f"bridge RSS {before / 2**20:.0f} -> {peak / 2**20:.0f} -> {now / 2**20:.0f} MiB"
+    cli.destroy()

@@ -43,8 +43,10 @@ def test_the_projects_commands_run_on_its_profile_and_a_robot_on_the_users_with_
     user = _profile(tmp_path, allow=False)
     env = loopback_env(1, base={"FASTDDS_DEFAULT_PROFILES_FILE": str(user)}, warn=said.append)
     assert env["FASTDDS_DEFAULT_PROFILES_FILE"] == OWN and "is ignored" in said[-1]
+    assert env["RMW_FASTRTPS_USE_QOS_FROM_XML"] == "1"  # the profile's dynamic history memory applies
     env = loopback_env(1, base={"FASTDDS_DEFAULT_PROFILES_FILE": str(user)}, robot=True, warn=said.append)
     assert env["FASTDDS_DEFAULT_PROFILES_FILE"] == str(user)
+    assert "RMW_FASTRTPS_USE_QOS_FROM_XML" not in env  # the user's profile governs their QoS as they set it
     assert "your DDS profile is used" in said[-1] and "every interface: 0.0.0.0 and 127.0.0.1" in said[-1], said[-1]
     allow = _profile(tmp_path, allow=True)
     loopback_env(1, base={"FASTDDS_DEFAULT_PROFILES_FILE": str(allow)}, robot=True, warn=said.append)

@@ -58,6 +58,7 @@ def pick_domain_id() -> int:
 
 
 PROFILE_VAR = "FASTDDS_DEFAULT_PROFILES_FILE"
+QOS_FROM_XML_VAR = "RMW_FASTRTPS_USE_QOS_FROM_XML"  # "1": the RMW takes memory policy and publish mode from the profile
 MAX_PROFILE_BYTES = 1 << 20  # a Fast DDS profile larger than 1 MiB is refused unread
 
 
@@ -153,6 +154,8 @@ def loopback_env(domain_id: int | None = None, base: dict[str, str] | None = Non
                 warn(f"{PROFILE_VAR}={given} is ignored: the project's commands run on its loopback profile {own}")
                 given = None
     env[PROFILE_VAR] = given if given is not None else str(own)
+    if given is None or Path(given).resolve() == own.resolve():
+        env[QOS_FROM_XML_VAR] = "1"  # the profile's dynamic history memory (a user's profile: the user's choice)
     if domain_id is not None:
         env["ROS_DOMAIN_ID"] = str(check_domain_id(domain_id, "domain id"))
     elif "ROS_DOMAIN_ID" in env:
