@@ -6,18 +6,21 @@ The stack (bridge in lockstep, nav, perception) runs as users start it (:mod:`af
    their clips) and applies seeded random actions back to back, loading the next episode's world
    every :data:`RELOAD_EVERY` actions. Every reply must succeed with a stamp 0.25 s after the last,
    and every :data:`FRAME_EVERY`-th action's camera frame must arrive.
-2. **Hostile** (default 10 min): rounds of the bad requests of issue 14 mixed with valid ones:
+2. **Hostile** (default 30 min): rounds of the bad requests of issue 14 mixed with valid ones:
    over-budget and NaN-camera ``RenderViews``; ``LoadWorld`` with two targets, none, duplicate ids,
    a person in a wall or on the robot, an absurd phase, a path-like motion id or scene; an unknown
    action; ``AcquireObservation`` with a million clip frames, an oversized id, an unknown policy;
    ``Recognize`` with 400 frames, 7 frames, lying image headers, unknown recognizers; and valid
-   loads, renders, recognitions and acquisitions (one cancelled). Every bad request must be
+   loads, renders (every fourth round the largest reply the limits admit: :data:`LARGEST_VIEWS` full
+   frames), recognitions and acquisitions (one cancelled). Every bad request must be
    refused with a reason and every valid one must succeed. Once, the bridge is paused for
    :data:`STALL_S` s (past the DDS lease) while an action is pending: it must be applied once.
 
 Throughout, every node's resident memory (RSS) is sampled every :data:`SAMPLE_S` s. At the end
-every node must still run; the report gives RSS at the start and end of each phase and the
-sockets of the graph (``ss``). Nothing here is timed against a target: it counts failures.
+every node must still run and the least-squares slope of each node's RSS over the run's last
+:data:`SLOPE_WINDOW_MIN` minutes must stay below :data:`MAX_SLOPE_MB_PER_MIN` (a leak); the report
+gives RSS at the start and end of each phase, the slopes and the sockets of the graph (``ss``).
+Nothing here is timed against a target: it counts failures.
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ import rclpy
 from geometry_msgs.msg import Pose
 from geometry_msgs.msg import Pose2D as Pose2DMsg
 
+from affectsim_bridge.bridge_node import RENDER_BUDGET_BYTES
 from affectsim_core.actions import Action
+from affectsim_core.camera import FETCH_HEAD_HEIGHT, FETCH_HEAD_WIDTH
 from affectsim_core.atomic import write_json
 from affectsim_core.errors import AffectSimError
 from affectsim_core.protocol import CLIP_FRAMES, CLIP_SIZE, STEP_SECONDS
@@ -60,6 +65,9 @@ SAMPLE_S = 10.0  # s between RSS samples
 STALL_S = 25.0  # s the bridge is paused once in the hostile phase (the DDS lease is 20 s)
 WORLDS = 10  # test episodes whose worlds the lockstep phase cycles through
 TIMEOUT_S = 120.0  # s, any one request
+LARGEST_VIEWS = RENDER_BUDGET_BYTES // (FETCH_HEAD_WIDTH * FETCH_HEAD_HEIGHT * 3)  # full head-camera frames in the largest RenderViews reply
+SLOPE_WINDOW_MIN = 30.0  # min, the end of the run whose RSS trend is checked
+MAX_SLOPE_MB_PER_MIN = 0.5  # MB (10^6 bytes) per minute, the most any node's RSS may rise over that window
 
 
 class Soak:
@@ -181,6 +189,13 @@ class Soak:
                                                               robot_poses=[Pose2DMsg(x=start.x, y=start.y)] * 2),
                          TIMEOUT_S, "render_views")
         self.check("render_views valid", res.success and len(res.frames) == 2, res.message)
+        if k % 4 == 0:  # the largest reply the limits admit; what it held must be freed (the RSS slope)
+            n = LARGEST_VIEWS
+            res = calls.call(self.render_cli, RenderViews.Request(size=0, times=[0.0] * n, head_tilts=[0.0] * n,
+                                                                  robot_poses=[Pose2DMsg(x=start.x, y=start.y)] * n),
+                             TIMEOUT_S, "render_views largest")
+            self.check("render_views largest", res.success and len(res.frames) == n, res.message)
+        del res
         for _ in range(20):
             self.step(Action.TURN_LEFT)
 
@@ -270,12 +285,26 @@ class MemorySampler(threading.Thread):
         return (rows[-1] if last else rows[0])[2]
 
 
+def rss_slopes(samples: list[tuple[float, str, dict[str, int]]], window_s: float) -> dict[str, float]:
+    """Least-squares slope (MB, 10^6 bytes, per minute) of each node's RSS over the last ``window_s``
+    seconds of ``samples`` ((monotonic s, phase, {node: bytes})); NaN with fewer than 3 samples."""
+    if not samples:
+        return {}
+    last = [x for x in samples if x[0] >= samples[-1][0] - window_s]
+    t = np.array([x[0] for x in last]) / 60.0
+    out = {}
+    for name in samples[-1][2]:
+        y = np.array([x[2][name] for x in last], float) / 1e6
+        out[name] = float(np.polyfit(t - t.mean(), y, 1)[0]) if len(last) >= 3 else float("nan")
+    return out
+
+
 def _sockets(pids: set[int]) -> list[str]:
     out = subprocess.run(["ss", "-H", "-uatnp"], capture_output=True, text=True, timeout=30, check=True).stdout
     return [" ".join(line.split()) for line in out.splitlines() if any(f"pid={p}," in line for p in pids)]
 
 
-def run(out: Path | None = None, lockstep_minutes: float = 30.0, hostile_minutes: float = 10.0,
+def run(out: Path | None = None, lockstep_minutes: float = 30.0, hostile_minutes: float = 30.0,
         data: Path = DATA_DIR, log=print) -> dict:
     out = Path(out) if out else Path("results/bench_soak.json")
     logs = out.with_suffix("") / "logs"
@@ -323,11 +352,16 @@ def run(out: Path | None = None, lockstep_minutes: float = 30.0, hostile_minutes
               "hostile_start": ("hostile", False), "end": ("hostile", True)}
     rss = {name: {**{k: mem.at(*at)[name] / mib for k, at in points.items()},
                   "max": max(s[2][name] for s in mem.samples) / mib} for name in g.pids()}
+    window_s = min(60 * SLOPE_WINDOW_MIN, mem.samples[-1][0] - mem.samples[0][0])
+    slopes = rss_slopes(mem.samples, window_s)
+    for name, slope in slopes.items():  # NaN (too short a run) fails too
+        soak.check("rss slope", slope < MAX_SLOPE_MB_PER_MIN,
+                   f"{name}: {slope:+.2f} MB/min over the last {window_s / 60:.0f} min")
     failed = sum(v for k, v in soak.counts.items() if k.endswith("FAILED"))
     res = {"lockstep_s": lock_s, "actions": actions, "actions_per_s": actions / max(lock_s, 1e-9),
            "hostile_s": hostile_s, "hostile_rounds": rounds, "counts": dict(sorted(soak.counts.items())),
            "failed": failed, "failures": soak.failures, "alive": alive, "crashes": sum(not a for a in alive.values()),
-           "rss_mib": rss, "sockets": sockets,
+           "rss_mib": rss, "rss_slope_mb_per_min": slopes, "slope_window_s": window_s, "sockets": sockets,
            "rss_samples": [(round(t - mem.samples[0][0], 1), ph, {k: v / mib for k, v in r.items()})
                            for t, ph, r in mem.samples]}
     log(f"[bench soak] {actions} lockstep actions ({res['actions_per_s']:.1f}/s), {rounds} hostile rounds; "
@@ -339,6 +373,8 @@ def run(out: Path | None = None, lockstep_minutes: float = 30.0, hostile_minutes
     for name, r in rss.items():
         log(f"[bench soak]        {name:12s} {r['lockstep_start']:8.0f} {r['lockstep_end']:13.0f} "
             f"{r['hostile_start']:14.0f} {r['end']:8.0f} {r['max']:8.0f}")
+    log(f"[bench soak] RSS slope over the last {window_s / 60:.0f} min (MB/min, limit {MAX_SLOPE_MB_PER_MIN}): "
+        + ", ".join(f"{k} {v:+.3f}" for k, v in slopes.items()))
     for line in sockets:
         log(f"[bench soak] ss: {line}")
     for f in soak.failures[:10]:

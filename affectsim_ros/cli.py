@@ -34,7 +34,7 @@ import rclpy
 from affectsim_bridge import scene_generator
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
 from affectsim_bridge.humans import library
-from affectsim_bridge.humans.bvh import export_bvh, import_bvh, label_from_name
+from affectsim_bridge.humans.bvh import export_bvh, import_bvh, label_from_name, read_joint_map
 from affectsim_bridge.humans.features import library_stats
 from affectsim_bridge.humans.library import Library
 from affectsim_bridge.humans.motion import SOLO_ACTIONS
@@ -245,7 +245,7 @@ def _motions(ns: argparse.Namespace) -> int:
         ok = all(c["holds"] for c in res["checks"]) and 0.7 <= res["macro_f1"] <= 0.97
         return 0 if ok else 1
     if ns.what == "import-bvh":
-        jm = json.loads(Path(ns.joint_map).read_text()) if ns.joint_map else None
+        jm = read_joint_map(Path(ns.joint_map)) if ns.joint_map else None
         motions, skipped = [], []
         for i, f in enumerate(ns.files):
             emotion = ns.import_emotion or label_from_name(Path(f))
@@ -376,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--steps", type=int, default=100)
     be.add_argument("--free-run-seconds", type=float, default=10.0)
     be.add_argument("--lockstep-minutes", type=float, default=30.0, help="soak: minutes of lockstep actions")
-    be.add_argument("--hostile-minutes", type=float, default=10.0, help="soak: minutes of bad requests mixed with valid")
+    be.add_argument("--hostile-minutes", type=float, default=30.0, help="soak: minutes of bad requests mixed with valid")
     be.add_argument("--allow-dataset-mismatch", action="store_true",
                     help="nav, full, transfer, social: run although a checkpoint was trained on another dataset version")
     be.add_argument("--repeats", type=int, default=2, help="transfer: runs of the continuous-time condition")
@@ -484,8 +484,11 @@ def main(argv: list[str] | None = None) -> int:
     ns = build_parser().parse_args(argv)
     try:
         return ns.fn(ns)
-    except (AffectSimError, KeyError, FileNotFoundError, TimeoutError, ValueError) as exc:
+    except (AffectSimError, KeyError, OSError, ValueError) as exc:  # OSError: FileNotFoundError, TimeoutError, ...
         print(f"affectsim: error: {exc}", file=sys.stderr)
+        return 2
+    except RecursionError as exc:  # the readers refuse deep nesting; this is the last guard against a traceback
+        print(f"affectsim: error: input nested too deeply to process ({exc})", file=sys.stderr)
         return 2
 
 
