@@ -10,17 +10,16 @@ what the robot sees and where it can drive come from one description.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from affectsim_core.errors import InvalidInput
 from affectsim_core.names import check_name
+from affectsim_core.readers import read_json, read_yaml
 
 FORMAT = "affectsim-scene/1"
 # Limits of a scene document, checked before anything is built (the 57 generated scenes: at most 6 rooms,
@@ -458,7 +457,7 @@ def resolve_scene_path(scene: str, scenes_dir: Path | None = None) -> Path:
     p = Path(scene)
     if p.suffix in (".yaml", ".yml", ".json"):
         if not p.is_file():
-            raise InvalidInput("scene", scene, "an existing scene file")
+            raise InvalidInput("scene", scene, "an existing scene file (a regular file)")
         return p
     check_name("scene", scene)
     for cand in (BUILTIN_DIR / f"{scene}.yaml", Path(scenes_dir or GENERATED_DIR) / f"{scene}.yaml"):
@@ -472,11 +471,5 @@ def resolve_scene_path(scene: str, scenes_dir: Path | None = None) -> Path:
 def load_scene(scene: str | Path, scenes_dir: Path | None = None) -> Scene:
     """Load and validate a scene by id (see :func:`resolve_scene_path`) or file path."""
     path = resolve_scene_path(str(scene), scenes_dir)
-    if path.stat().st_size > MAX_FILE_BYTES:
-        raise InvalidInput("scene file", f"{path}: {path.stat().st_size} bytes", f"at most {MAX_FILE_BYTES} bytes")
-    text = path.read_text()
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (yaml.YAMLError, json.JSONDecodeError) as exc:
-        raise InvalidInput("<document>", str(path), f"valid {'JSON' if path.suffix == '.json' else 'YAML'} ({exc})") from None
+    data = (read_json if path.suffix == ".json" else read_yaml)(path, MAX_FILE_BYTES, "scene file")
     return parse_scene(data, str(path))

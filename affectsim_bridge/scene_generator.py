@@ -34,10 +34,14 @@ from affectsim_bridge.scene import Rect, Scene, parse_scene
 from affectsim_core.atomic import staged_dir
 from affectsim_core.camera import CameraIntrinsics
 from affectsim_core.contact_sheet import map_image, save_png
+from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import Pose2D, Transform, look_at_rotation
+from affectsim_core.names import check_name
+from affectsim_core.readers import read_json
 
 SCENES_DIR = Path(__file__).resolve().parents[1] / "data" / "scenes"
 SCENE_LIBRARY_FORMAT = "affectsim-scene-library/1"
+MAX_LIBRARY_MANIFEST_BYTES = 4 * 2 ** 20  # the scene library's manifest (57 scenes: 18 KB)
 N_APARTMENTS, N_OFFICES = 40, 17
 NAV_FRACTION = (0.30, 0.85)
 
@@ -342,6 +346,25 @@ def check_scene(scene: Scene, robot_radius: float = 0.3) -> dict:
 
 
 MAX_ATTEMPTS = 10
+
+
+def read_scene_library(scenes_dir: Path = SCENES_DIR) -> dict:
+    """The scene library's ``manifest.json``, checked: size, JSON, a list of scene entries with an id
+    (and a door count, when given); any problem names the file."""
+    path = Path(scenes_dir) / "manifest.json"
+    manifest = read_json(path, MAX_LIBRARY_MANIFEST_BYTES, "scene manifest")
+    scenes = manifest.get("scenes") if isinstance(manifest, dict) else None
+    if not isinstance(scenes, list):
+        raise InvalidInput("scenes", type(scenes).__name__, "a list of scene entries", where=str(path))
+    for i, e in enumerate(scenes):
+        w = f"{path}: scenes[{i}]"
+        if not isinstance(e, dict):
+            raise InvalidInput("entry", type(e).__name__, "a mapping", where=w)
+        check_name("id", e.get("id"), w)
+        doors = e.get("doors", 0)
+        if not isinstance(doors, int) or isinstance(doors, bool) or doors < 0:
+            raise InvalidInput("doors", doors, "a count >= 0", where=w)
+    return manifest
 
 
 def build_scenes(out: Path = SCENES_DIR, seed: int = 0, count: int = N_APARTMENTS + N_OFFICES,

@@ -1,5 +1,5 @@
-"""Atomic outputs: a killed run never leaves a half-written library, scene set or dataset; and
-size-checked JSON inputs."""
+"""Atomic outputs: a killed run never leaves a half-written library, scene set or dataset (inputs are
+read by :mod:`affectsim_core.readers`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,7 @@ import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
-
-from affectsim_core.errors import InvalidInput
+from typing import Iterator
 
 
 @contextmanager
@@ -44,16 +42,3 @@ def write_json(path: Path, obj, **dumps_kwargs) -> Path:
     tmp.write_text(json.dumps(obj, **dumps_kwargs))
     os.replace(tmp, path)
     return path
-
-
-def read_json(path: Path, max_bytes: int, field: str) -> Any:
-    """The JSON document at ``path``, its size checked against ``max_bytes`` before it is read; a file
-    too large or not JSON is refused naming ``field`` and the path."""
-    path = Path(path)
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise InvalidInput(field, f"{path}: {size} bytes", f"at most {max_bytes}")
-    try:
-        return json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InvalidInput(field, str(path), f"valid JSON ({exc})") from None

@@ -30,6 +30,7 @@ from affectsim_core.protocol import CHALLENGES, EMOTIONS, FAMILIES
 
 ROLES = ("target", "partner")
 MAX_HUMANS = 2
+MAX_PHASE_S = 1e5  # a motion's starting phase; beyond it the clock loses sub-millisecond resolution
 
 
 def _finite(xs) -> bool:
@@ -57,6 +58,8 @@ class EpisodeHuman:
         for key in ("x", "y", "yaw", "phase"):
             if not _finite([d.get(key)]):
                 raise InvalidInput(f"humans[{i}].{key}", d.get(key), "a finite number", where=where)
+        if abs(d["phase"]) > MAX_PHASE_S:  # the bridge refuses it too (LoadWorld)
+            raise InvalidInput(f"humans[{i}].phase", d["phase"], f"seconds within +-{MAX_PHASE_S:g}", where=where)
         if d.get("role") not in ROLES:
             raise InvalidInput(f"humans[{i}].role", d.get("role"), f"one of {ROLES}", where=where)
         check_name(f"humans[{i}].motion_id", d.get("motion_id"), where)
@@ -151,6 +154,9 @@ class Episode:
         for key in ("placement", "measures"):
             if not isinstance(d.get(key, {}), dict):
                 raise InvalidInput(key, d.get(key), "a mapping", where=w)
+        for key, v in d.get("measures", {}).items():
+            if not (v is None or isinstance(v, bool) or _finite([v])):
+                raise InvalidInput(f"measures.{key}", v, "a finite number, true/false or null (not measured)", where=w)
         cf = d.get("counterfactual_of")
         if cf is not None:
             check_name("counterfactual_of", cf, w)

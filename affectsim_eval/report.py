@@ -35,6 +35,11 @@ from affectsim_eval.store import ResultsStore
 REFERENCES = ("majority", "uniform")
 NAMES = {"p_init": "P-Init", "p_ref": "P-Ref", "p_mon": "P-Mon", "a_obs": "A-Obs"}
 MAPS = 4  # example episodes in the trajectory figure
+#: the run metadata the report reads: key -> (allowed types, expected); dict values are version strings
+META_FIELDS = {"code_version": ((str,), "a string"), "data_dir": ((str,), "a directory path"),
+               "dataset_version": ((str, type(None)), "a version string or null"),
+               "dataset_mismatch": ((dict, type(None)), "a mapping of recognizer to dataset version"),
+               "checkpoint_dataset_versions": ((dict, type(None)), "a mapping of recognizer to dataset version")}
 
 
 def _pct(v: float | None, nd: int = 1) -> str:
@@ -369,6 +374,17 @@ def _maps_figure(records: Sequence[EpisodeRecord], run: Path, path: Path, scenes
     return True
 
 
+def check_meta(meta: dict, where: str) -> None:
+    """Refuse run metadata whose :data:`META_FIELDS` have another shape than a run writes them."""
+    for key, (types, expected) in META_FIELDS.items():
+        if key not in meta:
+            continue
+        value = meta[key]
+        strings = not isinstance(value, dict) or all(isinstance(v, str) for v in value.values())
+        if not (isinstance(value, types) and strings):
+            raise InvalidInput(f"run metadata.{key}", value, expected, where=where)
+
+
 def write_report(run: Path) -> Path:
     """Write ``run/report.md`` and ``run/figures/*.png`` from ``run/results.sqlite`` (scenes for the
     maps from the run's data directory)."""
@@ -377,8 +393,10 @@ def write_report(run: Path) -> Path:
     if not db.is_file():
         raise InvalidInput("run", str(run), "a run directory with results.sqlite (from `affectsim eval`)")
     with ResultsStore.open(db) as store:
+        meta = store.meta()
+        check_meta(meta, str(db))
         records = [EpisodeRecord.from_dict(r, str(db)) for r in store.records("ok")]
-        failures, meta = store.failures(), store.meta()
+        failures = store.failures()
     s = summarize(records)
     with staged_dir(run / "figures", ".figures-") as tmp:
         figures = {}

@@ -34,7 +34,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
 
-from affectsim_core.errors import InvalidInput
+from affectsim_core.errors import MAX_SHOWN, InvalidInput
+from affectsim_core.readers import parse_json
 
 SCHEMA_VERSION = 1
 APP = "affectsim-results"
@@ -167,13 +168,16 @@ class ResultsStore:
         try:
             schema = db.execute("SELECT app, version FROM schema").fetchall()
             run = db.execute("SELECT meta FROM run WHERE id = 1").fetchone()
-            stored = json.loads(run[0]) if run else None
-        except (sqlite3.DatabaseError, ValueError) as e:
+            stored = parse_json(run[0], "run metadata", str(path)) if run else None
+        except (sqlite3.DatabaseError, ValueError) as e:  # InvalidInput is a ValueError
             raise _not_a_store(path, f"a damaged store ({e})") from None
         if schema != [(APP, SCHEMA_VERSION)]:
             raise _not_a_store(path, f"schema rows {schema}")
-        if not isinstance(stored, dict):
-            raise _not_a_store(path, "no run metadata" if run is None else f"run metadata {run[0]!r}")
+        if run is None:
+            raise _not_a_store(path, "no run metadata")
+        if not isinstance(stored, dict) or not isinstance(stored.get("config", {}), dict):
+            shown = run[0] if len(run[0]) <= MAX_SHOWN else f"{run[0][:MAX_SHOWN]}..."
+            raise _not_a_store(path, f'run metadata {shown!r}, not a JSON object whose "config" (if present) is one')
         return cls(db, path, stored)
 
     def close(self) -> None:
@@ -254,10 +258,19 @@ class ResultsStore:
         """The stored records with ``status`` (``'ok'``, ``'failed'``, or None for all), sorted by episode id."""
         if status not in (*STATUSES, None):
             raise InvalidInput("status", status, "'ok', 'failed' or None (all)")
-        sql, args = "SELECT record FROM episodes", ()
+        sql, args = "SELECT episode_id, record FROM episodes", ()
         if status is not None:
             sql, args = sql + " WHERE status = ?", (status,)
-        return [json.loads(r[0]) for r in self._db.execute(sql + " ORDER BY episode_id", args)]
+        return [self._record(i, r) for i, r in self._db.execute(sql + " ORDER BY episode_id", args)]
+
+    def _record(self, episode_id: str, text: str) -> dict:
+        """A stored record, parsed; a damaged one (truncated, not JSON, not an object) is refused naming the
+        store and the episode."""
+        where = f"{self.path}: episode {episode_id}"
+        record = parse_json(text, "record", where)
+        if not isinstance(record, dict):
+            raise InvalidInput("record", type(record).__name__, "a JSON object", where=where)
+        return record
 
     def failures(self) -> list[tuple[str, str]]:
         """``(episode_id, reason)`` of the failed episodes, sorted by episode id."""

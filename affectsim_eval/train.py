@@ -35,6 +35,7 @@ from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS, PAPER_FAMILIES
 from affectsim_core.provenance import code_version
+from affectsim_core.readers import read_json
 from affectsim_eval.dataset.episodes import DATASET_DIR, load_split, read_manifest
 from affectsim_eval.training_data import DATA_DIR, GENERATOR, VIEWS, load_clips, render_split
 from affectsim_eval.vad_fit import fit_vad_head, vad_quality
@@ -53,6 +54,7 @@ TRAINABLE = ("pose-temporal", "rgb-clip", "committee", "majority")
 # Episodes rendered per split (two views each), in tiers: each tier is a stratified draw from the
 # episodes the earlier tiers left, so the training set grows by adding a tier (earlier clips reused).
 SUBSET = {"train": (5000, 5000), "val": (300,), "test": (400,)}
+MAX_STAMP_BYTES = 2 ** 20  # a rendered subset's subset.json (~150 bytes)
 GOOD_VIEW = 0.7  # visible-body fraction from which a clip counts as a reference-like (good) view
 
 
@@ -94,7 +96,8 @@ def ensure_clips(split: str, tiers: tuple[int, ...], seed: int, root: Path = DAT
     eps = tiered_subset(_paper(load_split(split, root)), tuple(tiers), seed)
     key = hashlib.sha256(f"generator {GENERATOR}:{','.join(e.episode_id for e in eps)}".encode()).hexdigest()
     stamp = Path(data) / split / "subset.json"
-    old = json.loads(stamp.read_text()) if stamp.is_file() else {}
+    old = read_json(stamp, MAX_STAMP_BYTES, "subset.json") if stamp.is_file() else {}
+    old = old if isinstance(old, dict) else {}  # a stamp of another shape: render again
     if old.get("key") != key:
         reuse = load_clips(split, data) if old.get("generator") == GENERATOR else None
         log(f"[train] rendering {len(eps)} {split} episodes x {len(VIEWS)} views"

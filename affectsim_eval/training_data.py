@@ -36,8 +36,10 @@ from affectsim_bridge.scene_generator import SCENES_DIR
 from affectsim_core.atomic import staged_dir
 from affectsim_core.clips import clip_times, resize, sample_indices
 from affectsim_core.episode import Episode
+from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import Pose2D
 from affectsim_core.protocol import EMOTIONS
+from affectsim_core.readers import read_json
 from affectsim_eval.passive import body_track, p_ref_clip, placements
 from affectsim_eval.reference import view_quality
 from affectsim_perception.person_model import BlazePose, clip_pose
@@ -46,6 +48,7 @@ DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "perception"
 SMALL = 64  # px, stored frames for rgb-clip
 VIEWS = ("reference", "random")
 GENERATOR = 3  # bump when the clips change (cached clips of another generator are re-rendered)
+MAX_CLIPS_META_BYTES = 256 * 2 ** 20  # a rendered split's clips.json (~300 bytes per clip)
 _W: dict = {}
 
 
@@ -209,5 +212,7 @@ def load_clips(split: str, root: Path = DATA_DIR) -> tuple[np.ndarray, np.ndarra
     d = Path(root) / split
     if not (d / "clips.json").is_file():
         raise FileNotFoundError(f"{d} has no rendered clips; run `affectsim train` (it renders them first)")
-    return (np.load(d / "pose.npy", mmap_mode="r"), np.load(d / "frames64.npy", mmap_mode="r"),
-            json.loads((d / "clips.json").read_text()))
+    meta = read_json(d / "clips.json", MAX_CLIPS_META_BYTES, "clips.json")
+    if not (isinstance(meta, list) and all(isinstance(c, dict) for c in meta)):
+        raise InvalidInput("clips.json", str(d / "clips.json"), "a list of clip entries (delete it to render again)")
+    return np.load(d / "pose.npy", mmap_mode="r"), np.load(d / "frames64.npy", mmap_mode="r"), meta

@@ -3,13 +3,20 @@ the field, the value and the expectation, and no name from a file becomes a path
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import io
 import json
+import math
 import os
 import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
 import zlib
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -17,13 +24,21 @@ import pytest
 from helpers import box_room
 
 from affectsim_bridge.humans.library import Library
-from affectsim_bridge.humans.motion import MAX_CLIP_FILE_BYTES, load_motion
+from affectsim_bridge.humans.motion import MAX_CLIP_FILE_BYTES, MAX_JOINT_RAD, load_motion
 from affectsim_core.errors import InvalidInput
 from affectsim_core.names import inside
+from affectsim_core.readers import MAX_DEPTH
 from affectsim_eval.config import DATASET_KEY
+from affectsim_eval.dataset import inspect
 from affectsim_eval.dataset.episodes import dataset_version, load_split
 from affectsim_eval.loop import run_episodes
+from affectsim_eval.store import ResultsStore
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR, load_checkpoint
+
+AFFECTSIM = str(Path(sys.executable).parent / "affectsim")
+COMPARE_RUNS = str(Path(__file__).resolve().parents[1] / "tools" / "compare_runs.py")
+DEEP = "[" * 100_000 + "]" * 100_000  # a RecursionError for json.loads and yaml.safe_load
+HUGE_INT = "9" * 100_000  # beyond Python's int-string conversion limit (4,300 digits)
 
 
 def _rewrite_split(root: Path, split: str, edit) -> None:
@@ -31,7 +46,13 @@ def _rewrite_split(root: Path, split: str, edit) -> None:
     path = root / f"{split}.json.gz"
     doc = json.loads(gzip.decompress(path.read_bytes()))
     edit(doc)
-    raw = gzip.compress(json.dumps(doc).encode(), mtime=0)
+    _write_split(root, split, json.dumps(doc).encode())
+
+
+def _write_split(root: Path, split: str, text: bytes) -> None:
+    """Write ``text`` gzipped as the split's file, with an updated checksum in the manifest."""
+    path = root / f"{split}.json.gz"
+    raw = gzip.compress(text, mtime=0)
     path.write_bytes(raw)
     manifest = json.loads((root / "manifest.json").read_text())
     manifest["splits"][split]["sha256"] = hashlib.sha256(raw).hexdigest()
@@ -159,3 +180,187 @@ def test_bad_checkpoints_are_named_and_refused(tmp_path):
         load_checkpoint("nan", tmp_path)
     with pytest.raises(InvalidInput, match="checkpoint"):
         load_checkpoint("../pose-temporal", CHECKPOINT_DIR / "majority")
+
+
+# ------------------------------------------------------------------ issue 31 (5, 6): one line, never a traceback
+def _one_line(rc: int, err: str, names: tuple) -> str:
+    """``err`` is one line naming each of ``names``, ``rc`` non-zero, no traceback; returns the line."""
+    lines = err.strip().splitlines()
+    assert rc != 0 and len(lines) == 1 and "Traceback" not in err, (rc, err[-3000:])
+    for name in names:
+        assert str(name) in lines[0], lines[0]
+    return lines[0]
+
+
+def _refused(capsys, *argv: object) -> str:
+    """Run ``affectsim ARGV`` in this process: it fails with one line on stderr; returns the line."""
+    from affectsim_ros import cli  # imported here: the command line loads every node's modules
+
+    rc = cli.main([str(a) for a in argv])
+    return _one_line(rc, capsys.readouterr().err, ())
+
+
+def _command_refused(*cmd: object, names: tuple = (), timeout: float = 120) -> str:
+    """Run a command line: it fails with one line on stderr naming each of ``names``; returns the line."""
+    out = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout)
+    return _one_line(out.returncode, out.stderr, names)
+
+
+class _Blocked(BaseException):
+    """Raised by :func:`_deadline` (a BaseException: no handler of the code under test swallows it)."""
+
+
+@contextmanager
+def _deadline(seconds: int):
+    """Fail the body, rather than hang the suite, when it blocks (opening a FIFO no one writes to)."""
+    def expire(signum, frame):
+        raise _Blocked(f"still blocked after {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.fixture
+def validate(small_data, monkeypatch, capsys):
+    """``affectsim dataset validate --out EPISODES`` (in this process, against the small data's motions and
+    scenes): it must fail with one line, which is returned."""
+    data, _ = small_data
+    monkeypatch.setattr(inspect, "validate_dataset", functools.partial(
+        inspect.validate_dataset, motions=data / "motions", scenes_dir=data / "scenes"))
+
+    def run(episodes: Path) -> str:
+        with _deadline(20):
+            return _refused(capsys, "dataset", "validate", "--out", episodes)
+    return run
+
+
+@pytest.fixture
+def motions(small_data, tmp_path) -> Path:
+    """A copy of the small motion library."""
+    data, _ = small_data
+    shutil.copytree(data / "motions", tmp_path / "motions")
+    return tmp_path / "motions"
+
+
+def test_deeply_nested_documents_are_refused_naming_the_file(episodes, motions, validate, capsys, tmp_path):
+    nested = f"nested at most {MAX_DEPTH} levels deep"
+    manifest = (episodes / "manifest.json").read_text()
+    _write_split(episodes, "test", DEEP.encode())
+    line = validate(episodes)
+    assert "test.json.gz" in line and nested in line
+    _write_split(episodes, "test", ("[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1)).encode())  # parses; still refused
+    assert nested in validate(episodes)
+    (episodes / "manifest.json").write_text(DEEP)
+    assert str(episodes / "manifest.json") in validate(episodes)
+    (episodes / "manifest.json").write_text(manifest)
+    (motions / "manifest.json").write_text(DEEP)
+    line = _refused(capsys, "motions", "validate", "--library", motions)
+    assert str(motions / "manifest.json") in line and nested in line
+    for name in ("deep.yaml", "deep.json"):
+        (tmp_path / name).write_text(DEEP)
+        line = _refused(capsys, "scenes", "check", tmp_path / name)
+        assert str(tmp_path / name) in line and nested in line
+    (tmp_path / "alias.yaml").write_text("a: &x [1, 2]\nb: [*x, *x]\n")  # aliases: a small file, a huge document
+    assert "aliases (*name) are not allowed" in _refused(capsys, "scenes", "check", tmp_path / "alias.yaml")
+
+
+def test_only_regular_files_are_opened(episodes, motions, validate, capsys, tmp_path):
+    split = episodes / "test.json.gz"
+    split.unlink()
+    split.mkdir()  # was an IsADirectoryError traceback
+    line = validate(episodes)
+    assert str(split) in line and "a regular file" in line
+    split.rmdir()
+    os.mkfifo(split)  # hung `dataset validate` for ever
+    line = validate(episodes)
+    assert str(split) in line and "a regular file" in line
+    for target in ("/proc/self/pagemap", "/dev/zero"):  # reading pagemap was an OSError (EINVAL) traceback
+        (tmp_path / "scene.yaml").unlink(missing_ok=True)
+        (tmp_path / "scene.yaml").symlink_to(target)
+        assert str(tmp_path / "scene.yaml") in _refused(capsys, "scenes", "check", tmp_path / "scene.yaml")
+    (episodes / "manifest.json").unlink()
+    (episodes / "manifest.json").symlink_to("/proc/self/pagemap")
+    assert str(episodes / "manifest.json") in validate(episodes)
+    (motions / "manifest.json").unlink()
+    (motions / "manifest.json").symlink_to("/proc/self/pagemap")
+    assert str(motions / "manifest.json") in _refused(capsys, "motions", "validate", "--library", motions)
+
+
+def test_huge_integers_and_undecodable_bytes_name_the_file(episodes, validate, capsys, tmp_path):
+    manifest = episodes / "manifest.json"
+    manifest.write_text(manifest.read_text()[:-1] + f', "scale": {HUGE_INT}}}')  # was a ValueError naming no file
+    line = validate(episodes)
+    assert str(manifest) in line and "integers of at most 4300 digits" in line
+    (tmp_path / "big.json").write_text(f'{{"format": {HUGE_INT}}}')
+    (tmp_path / "big.yaml").write_text(f"format: {HUGE_INT}\n")
+    (tmp_path / "latin1.yaml").write_bytes("format: affectsim-scene/1\nname: Küche\n".encode("latin-1"))
+    for name, why in (("big.json", "digits"), ("big.yaml", "digits"), ("latin1.yaml", "UTF-8 text")):
+        line = _refused(capsys, "scenes", "check", tmp_path / name)
+        assert str(tmp_path / name) in line and why in line
+
+
+def _store(run: Path, sql: str, *args: object) -> Path:
+    """A results store in ``run`` with one episode ``e0``, then damaged by ``sql``."""
+    with ResultsStore.open(run / "results.sqlite", {"config": {"split": "test"}}) as store:
+        store.put({"episode_id": "e0", "status": "ok", "reason": ""})
+    with closing(sqlite3.connect(run / "results.sqlite")) as db, db:
+        db.execute(sql, args)
+    return run / "results.sqlite"
+
+
+def test_damaged_results_stores_are_one_line_naming_the_store(capsys, tmp_path):
+    db = _store(tmp_path / "config5", "UPDATE run SET meta = ?", '{"config": 5}')  # `report` had an AttributeError
+    with pytest.raises(InvalidInput, match=r"config5/results\.sqlite.*run metadata '\{\"config\": 5\}'"):
+        ResultsStore.open(db)
+    assert str(db) in _refused(capsys, "report", db.parent)
+    db = _store(tmp_path / "truncated", "UPDATE episodes SET record = ?", '{"episode_id": "e0", "sta')
+    line = _refused(capsys, "report", db.parent)  # was a JSONDecodeError naming no file
+    assert f"{db}: episode e0" in line and "valid JSON" in line
+    deep = _store(tmp_path / "deep", "UPDATE episodes SET record = ?", DEEP)  # was a RecursionError traceback
+    assert f"{deep}: episode e0" in _command_refused(AFFECTSIM, "report", deep.parent)
+    good = _store(tmp_path / "good", "SELECT 1")
+    for bad in (deep, db):
+        _command_refused(sys.executable, COMPARE_RUNS, good.parent, bad.parent, names=(f"{bad}: episode e0",))
+    from affectsim_eval.report import write_report
+
+    with pytest.raises(InvalidInput, match=r"data_dir/results\.sqlite: run metadata\.data_dir=5 is invalid"):
+        write_report(_store(tmp_path / "data_dir", "UPDATE run SET meta = ?", '{"config": {}, "data_dir": 5}').parent)
+
+
+def test_dataset_validate_refuses_a_phase_the_bridge_refuses_and_non_finite_measures(episodes, validate):
+    from affectsim_bridge.backends import base
+    from affectsim_core.episode import MAX_PHASE_S
+
+    assert base.MAX_PHASE_S is MAX_PHASE_S  # one limit: the dataset's and LoadWorld's
+    _rewrite_split(episodes, "test", lambda d: d["episodes"][0]["humans"][0].update(phase=1e300))
+    line = validate(episodes)
+    assert "test.json.gz" in line and f"humans[0].phase=1e+300 is invalid; expected seconds within +-{MAX_PHASE_S:g}" in line
+    _rewrite_split(episodes, "test", lambda d: d["episodes"][0]["humans"][0].update(phase=0.0))
+    for bad in (math.nan, math.inf, "far"):
+        _rewrite_split(episodes, "test", lambda d: d["episodes"][0]["measures"].update(initial_distance=bad))
+        line = validate(episodes)
+        assert "test.json.gz" in line and f"measures.initial_distance={bad!r} is invalid; expected a finite number" in line
+
+
+def test_a_clip_with_huge_joint_angles_and_a_matching_checksum_is_refused(motions, capsys, tmp_path):
+    lib = Library(motions)
+    mid = next(iter(lib.entries))
+    path = motions / lib.entries[mid]["file"]
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["dofs"] = np.full_like(arrays["dofs"], 1e6)
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    path.write_bytes(buf.getvalue())
+    manifest = json.loads((motions / "manifest.json").read_text())
+    next(e for e in manifest["clips"] if e["id"] == mid)["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
+    (motions / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(InvalidInput, match=rf"dofs='a joint angle of 1e\+06 rad' is invalid; expected joint angles "
+                                           rf"within \+-{MAX_JOINT_RAD:.4f} rad"):
+        Library(motions).load(mid)  # as eval loads the episode's clips (it evaluated this one, and exited 0)
+    assert str(path) in _refused(capsys, "motions", "export-bvh", mid, "--library", motions, "--out", tmp_path)

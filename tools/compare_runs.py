@@ -13,21 +13,38 @@ Usage::
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import sys
 from pathlib import Path
+
+from affectsim_core.errors import InvalidInput
+from affectsim_core.readers import parse_json
 
 VOLATILE = ("wall_s", "worker", "timing")  # affectsim_core.record.VOLATILE (kept standalone: reads old stores)
 
 
 def load(run: Path) -> dict[str, dict]:
+    """The records of ``run/results.sqlite`` minus their volatile fields; a missing or damaged store, or a
+    damaged record, ends the program with one line naming the file (and the episode)."""
     db = Path(run) / "results.sqlite"
     if not db.is_file():
-        raise SystemExit(f"{db}: no results store")
-    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
-        rows = c.execute("SELECT episode_id, record FROM episodes").fetchall()
-    return {i: {k: v for k, v in json.loads(r).items() if k not in VOLATILE} for i, r in rows}
+        raise SystemExit(f"compare_runs: error: {db}: no results store")
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+            rows = c.execute("SELECT episode_id, record FROM episodes").fetchall()
+    except sqlite3.Error as exc:
+        raise SystemExit(f"compare_runs: error: {db}: not a readable results store ({exc})") from None
+    out = {}
+    for i, text in rows:
+        try:
+            record = parse_json(text, "record", f"{db}: episode {i}")
+        except InvalidInput as exc:  # truncated, not JSON, nested too deep
+            raise SystemExit(f"compare_runs: error: {exc}") from None
+        if not isinstance(record, dict):
+            raise SystemExit(f"compare_runs: error: {db}: episode {i}: record is a {type(record).__name__}, "
+                             "expected a JSON object")
+        out[i] = {k: v for k, v in record.items() if k not in VOLATILE}
+    return out
 
 
 def diff_keys(a, b, prefix: str = "") -> list[str]:

@@ -27,12 +27,11 @@ from affectsim_bridge.navigable import NavigableSpace
 from affectsim_bridge.scene import Scene
 from affectsim_core.actions import Action, MoveResult
 from affectsim_core.camera import CameraIntrinsics
+from affectsim_core.episode import MAX_PHASE_S
 from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import Pose2D, Transform, wrap_angle
 from affectsim_core.protocol import FORWARD_M, STEP_SECONDS, TURN_RAD
 from affectsim_core.ros.topics import OPTICAL_FRAME
-
-MAX_PHASE_S = 1e5  # a motion's starting phase; beyond it the clock loses sub-millisecond resolution
 
 REST_POSE = np.zeros(len(DOFS))  # standing, arms relaxed at the sides
 for _name, _deg in (("shoulder_l_abd", 8), ("shoulder_r_abd", 8), ("elbow_l_flex", 12), ("elbow_r_flex", 12)):

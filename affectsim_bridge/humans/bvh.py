@@ -38,8 +38,11 @@ from affectsim_bridge.humans.skeleton import (
 )
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS
+from affectsim_core.readers import read_json, read_text
 
 CM = 100.0
+MAX_BVH_BYTES = 128 * 2 ** 20  # one BVH file (60,000 frames of ~60 channels: ~40 MB of text)
+MAX_JOINT_MAP_BYTES = 2 ** 20  # a --joint-map file (a few dozen names)
 _AXIS_NAME = {0: "X", 1: "Y", 2: "Z"}
 END_SITES = {"head": "head_top", "wrist_l": "hand_l", "wrist_r": "hand_r", "ankle_l": "toe_l", "ankle_r": "toe_r"}
 # common BVH joint names (Mixamo/CMU/KDAE-style) -> avatar points
@@ -162,12 +165,17 @@ class Bvh:
         return pos
 
 
+def read_joint_map(path: Path) -> dict[str, str]:
+    """A ``--joint-map`` file: a JSON object {source joint: avatar point}, refused naming the file otherwise."""
+    jm = read_json(Path(path), MAX_JOINT_MAP_BYTES, "--joint-map")
+    if not (isinstance(jm, dict) and all(isinstance(v, str) for v in jm.values())):
+        raise InvalidInput("--joint-map", str(path), "a JSON object {source joint: avatar point}")
+    return jm
+
+
 def parse_bvh(path: Path) -> Bvh:
     where = str(path)
-    try:
-        tokens = Path(path).read_text().split()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InvalidInput("<file>", where, f"a readable BVH text file ({exc})") from None
+    tokens = read_text(Path(path), MAX_BVH_BYTES, "BVH file").split()
     it = iter(enumerate(tokens))
     joints: list[BvhJoint] = []
     stack: list[int] = []

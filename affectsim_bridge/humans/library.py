@@ -46,8 +46,10 @@ from affectsim_core.atomic import staged_dir
 from affectsim_core.errors import InvalidInput
 from affectsim_core.names import check_name
 from affectsim_core.protocol import EMOTIONS
+from affectsim_core.readers import read_json
 
 LIBRARY_FORMAT = "affectsim-motion-library/1"
+MAX_MANIFEST_BYTES = 64 * 2 ** 20  # the library manifest (1,733 clips: 0.9 MB)
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "data" / "motions"
 AG_ACTIONS = ("walk", "sit_down", "seated", "knock")
 SCENARIOS = ("gestures", "weight_shift", "self_touch", "arms_crossed", "pacing")
@@ -195,6 +197,26 @@ def _counts(entries: list[dict]) -> dict:
     return counts
 
 
+def _check_dyadic(seqs: object, where: str) -> None:
+    """Refuse a manifest's ``dyadic`` table unless it is a list of sequences with names, an emotion and
+    a finite partner pose, as :func:`build` writes it."""
+    if not isinstance(seqs, list):
+        raise InvalidInput("manifest.dyadic", type(seqs).__name__, "a list of dyadic sequences", where=where)
+    for i, d in enumerate(seqs):
+        w = f"{where}: dyadic[{i}]"
+        if not isinstance(d, dict):
+            raise InvalidInput("entry", type(d).__name__, "a mapping", where=w)
+        for key in ("id", "target", "partner"):
+            check_name(key, d.get(key), w)
+        if d.get("emotion") not in EMOTIONS or not isinstance(d.get("interaction"), str):
+            raise InvalidInput("emotion/interaction", (d.get("emotion"), d.get("interaction")),
+                               f"one of {EMOTIONS} and an interaction name", where=w)
+        pose = d.get("partner_pose")
+        if not (isinstance(pose, list) and len(pose) == 3
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in pose)):
+            raise InvalidInput("partner_pose", pose, "[x, y, yaw] finite metres and radians", where=w)
+
+
 class Library:
     """Read access to a built library; validates the manifest on open."""
 
@@ -203,10 +225,7 @@ class Library:
         path = self.root / "manifest.json"
         if not path.is_file():
             raise InvalidInput("motion library", str(self.root), "a built library (run `affectsim motions build`)")
-        try:
-            self.manifest = json.loads(path.read_text())
-        except json.JSONDecodeError as exc:
-            raise InvalidInput("manifest.json", str(path), f"valid JSON ({exc})") from None
+        self.manifest = read_json(path, MAX_MANIFEST_BYTES, "manifest.json")
         if not isinstance(self.manifest, dict) or self.manifest.get("format") != LIBRARY_FORMAT:
             found = self.manifest.get("format") if isinstance(self.manifest, dict) else type(self.manifest).__name__
             raise InvalidInput("manifest.format", found, repr(LIBRARY_FORMAT), where=str(path))
@@ -226,6 +245,7 @@ class Library:
             if not (isinstance(e.get("sha256"), str) and len(e["sha256"]) == 64):
                 raise InvalidInput("sha256", e.get("sha256"), "a SHA-256 hex digest", where=w)
             self.entries[e["id"]] = e
+        _check_dyadic(self.manifest.get("dyadic", []), str(path))
 
     def load(self, mid: str) -> Motion:
         """The clip ``mid``, its file verified against the manifest's SHA-256 (once per process)."""

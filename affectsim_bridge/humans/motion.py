@@ -17,6 +17,7 @@ transform of that frame (``HumanPlacement``).
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import tempfile
@@ -31,6 +32,7 @@ from affectsim_bridge.humans.skeleton import DOFS
 from affectsim_core.affect import Segment, check_vad, parse_segments, prototype
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS
+from affectsim_core.readers import parse_json
 
 SOLO_ACTIONS = ("walk", "sit_down", "seated", "knock", "standing")  # what one performer does
 ACTIONS = (*SOLO_ACTIONS, "dyadic")
@@ -38,6 +40,9 @@ FORMAT = "affectsim-motion/1"
 MAX_FRAMES = 60_000  # frames of one clip (over 16 min at 60 fps; the library's clips have a few hundred)
 MAX_CLIP_BYTES = 64 * 2 ** 20  # all arrays of one clip once loaded (60,000 frames of the body's DoFs: ~25 MB)
 MAX_CLIP_FILE_BYTES = MAX_CLIP_BYTES + 2 ** 20  # the .npz file itself (its arrays, compressed or not, and headers)
+#: a joint angle (rad) beyond one full turn either way is no pose: the skeleton's joint limits lie within
+#: [-pi/2, 2.97] rad (`affectsim motions validate` checks those); a larger one is a corrupt or hostile clip
+MAX_JOINT_RAD = 2 * math.pi
 
 
 @dataclass(eq=False)
@@ -110,6 +115,9 @@ class Motion:
                 raise InvalidInput(name, arr.shape, f"shape ({T}, {cols})", where=w)
             if not np.isfinite(arr).all():
                 raise InvalidInput(name, "non-finite values", "finite numbers", where=w)
+        if T and np.abs(self.dofs).max() > MAX_JOINT_RAD:
+            raise InvalidInput("dofs", f"a joint angle of {np.abs(self.dofs).max():.6g} rad",
+                               f"joint angles within +-{MAX_JOINT_RAD:.4f} rad (one turn)", where=w)
         if T < 2:
             raise InvalidInput("frames", T, "at least 2 frames", where=w)
         if self.vad is not None:
@@ -288,10 +296,9 @@ def load_motion(path: Path) -> Motion:
         raise InvalidInput("<file>", where, f"a complete {FORMAT} .npz file ({type(exc).__name__}: {exc})") from None
     except KeyError as exc:
         raise InvalidInput(str(exc), None, "the array to be present", where=where) from None
-    try:
-        meta = json.loads(str(arrays["meta"]))
-    except json.JSONDecodeError as exc:
-        raise InvalidInput("meta", "undecodable JSON", f"a JSON object ({exc})", where=where) from None
+    meta = parse_json(str(arrays["meta"]), "meta", where)
+    if not isinstance(meta, dict):
+        raise InvalidInput("meta", type(meta).__name__, "a JSON object", where=where)
     if meta.get("format") != FORMAT:
         raise InvalidInput("format", meta.get("format"), repr(FORMAT), where=where)
     if meta.get("dofs") != [d.name for d in DOFS]:

@@ -29,7 +29,7 @@ from affectsim_bridge.backends.base import check_people
 from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
 from affectsim_bridge.humans.library import Library
 from affectsim_bridge.scene import load_scene
-from affectsim_bridge.scene_generator import SCENES_DIR
+from affectsim_bridge.scene_generator import SCENES_DIR, read_scene_library
 from affectsim_core.atomic import staged_dir
 from affectsim_core.episode import Episode, EpisodeHuman
 from affectsim_core.errors import InvalidInput
@@ -219,7 +219,7 @@ def build_dataset(out: Path = DATASET_DIR, seed: int = 0, scale: float = 1.0, mo
     """Compose all splits into ``out`` (replaced atomically); returns the build report."""
     t0 = time.monotonic()
     lib = Library(motions)
-    scene_manifest = json.loads((Path(scenes_dir) / "manifest.json").read_text())
+    scene_manifest = read_scene_library(scenes_dir)
     jobs = plan_jobs(lib, scene_manifest["scenes"], seed, scale)
     rejections: Counter = Counter()
     episodes: list[Episode] = []

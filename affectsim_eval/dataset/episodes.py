@@ -21,11 +21,11 @@ import tempfile
 import zlib
 from pathlib import Path
 
-from affectsim_core.atomic import read_json
 from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.names import inside
 from affectsim_core.protocol import SPLITS
+from affectsim_core.readers import parse_json, read_bytes, read_json
 
 FORMAT = "affectsim-episodes/1"
 MAX_MANIFEST_BYTES = 1 * 2 ** 20  # the dataset manifest (~2 KB)
@@ -93,22 +93,16 @@ def load_split(split: str, root: Path = DATASET_DIR, scenes: set[str] | None = N
     if entry is None:
         raise InvalidInput("manifest.splits", sorted(splits), f"an entry for {split!r}", where=str(manifest_path))
     path = inside(Path(root), entry["file"], field=f"manifest.splits.{split}.file")
-    try:
-        size = path.stat().st_size
-    except OSError:
-        raise InvalidInput("file", str(path), "an existing split file") from None
-    if size > MAX_SPLIT_BYTES:
-        raise InvalidInput("file", f"{path}: {size} bytes", f"a split file of at most {MAX_SPLIT_BYTES} bytes")
-    raw = path.read_bytes()
+    raw = read_bytes(path, MAX_SPLIT_BYTES, "split file")  # a regular file: a FIFO would block the reader
     if hashlib.sha256(raw).hexdigest() != entry["sha256"]:
         raise InvalidInput("sha256", str(path), "the checksum in manifest.json (file changed or truncated)")
     try:
         text = gzip.GzipFile(fileobj=io.BytesIO(raw)).read(MAX_SPLIT_JSON_BYTES + 1)
-        if len(text) > MAX_SPLIT_JSON_BYTES:
-            raise InvalidInput("<file>", str(path), f"at most {MAX_SPLIT_JSON_BYTES} bytes of JSON once decompressed")
-        doc = json.loads(text)
-    except (OSError, EOFError, json.JSONDecodeError, UnicodeDecodeError, zlib.error) as exc:
-        raise InvalidInput("<file>", str(path), f"gzipped JSON ({type(exc).__name__}: {exc})") from None
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InvalidInput("split file", str(path), f"gzipped JSON ({type(exc).__name__}: {exc})") from None
+    if len(text) > MAX_SPLIT_JSON_BYTES:
+        raise InvalidInput("split file", str(path), f"at most {MAX_SPLIT_JSON_BYTES} bytes of JSON once decompressed")
+    doc = parse_json(text, "split file", str(path))
     found = doc.get("format") if isinstance(doc, dict) else type(doc).__name__
     if found != FORMAT:
         raise InvalidInput("format", found, repr(FORMAT), where=str(path))

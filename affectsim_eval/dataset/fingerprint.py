@@ -16,9 +16,10 @@ from typing import Callable
 
 from affectsim_bridge.humans import library
 from affectsim_bridge.scene_generator import build_scenes
-from affectsim_core.atomic import read_json, write_json
+from affectsim_core.atomic import write_json
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import SPLITS
+from affectsim_core.readers import read_json
 from affectsim_eval.dataset.build import build_dataset
 
 REFERENCE = Path(__file__).resolve().parents[2] / "config" / "dataset_reference.json"

@@ -11,7 +11,6 @@ the target's emotion away (:mod:`~affectsim_eval.dataset.context`).
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter, defaultdict
 from dataclasses import replace
@@ -26,7 +25,7 @@ from affectsim_bridge.backends.base import HumanPlacement, check_people
 from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
 from affectsim_bridge.humans.library import Library
 from affectsim_bridge.scene import load_scene
-from affectsim_bridge.scene_generator import SCENES_DIR
+from affectsim_bridge.scene_generator import SCENES_DIR, read_scene_library
 from affectsim_core.camera import CameraIntrinsics
 from affectsim_core.contact_sheet import map_image, save_png
 from affectsim_core.episode import Episode
@@ -117,7 +116,7 @@ def _validate_scene(args: tuple[str, list[Episode]]) -> list[tuple[str, str]]:
 def validate_dataset(root: Path = DATASET_DIR, motions: Path = MOTIONS_DIR, scenes_dir: Path = SCENES_DIR,
                      workers: int = 2, log=print) -> dict:
     lib = Library(motions)
-    scene_ids = {s["id"] for s in json.loads((Path(scenes_dir) / "manifest.json").read_text())["scenes"]}
+    scene_ids = {s["id"] for s in read_scene_library(scenes_dir)["scenes"]}
     splits = {s: load_split(s, root, scene_ids, set(lib.entries)) for s in SPLITS}
     problems: Counter = Counter()
     examples: dict = {}

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from affectsim_core.atomic import read_json
 from affectsim_core.errors import InvalidInput
 from affectsim_core.names import inside
 from affectsim_core.protocol import CLIP_FRAMES, CLIP_SIZE, EMOTIONS
+from affectsim_core.readers import read_bytes, read_json
 from affectsim_core.registry import Registry
 
 CHECKPOINT_DIR = Path(__file__).resolve().parents[1] / "checkpoints"
@@ -199,7 +199,7 @@ def load_checkpoint(name: str, root: Path = CHECKPOINT_DIR, required: tuple[str,
     size = wpath.stat().st_size if wpath.is_file() else 0
     if not 0 < size <= MAX_WEIGHTS_BYTES:
         raise InvalidInput("checkpoint weights", f"{wpath}: {size} bytes", f"a weights.npz of 1 to {MAX_WEIGHTS_BYTES} bytes")
-    blob = wpath.read_bytes()
+    blob = read_bytes(wpath, MAX_WEIGHTS_BYTES, "checkpoint weights")
     sha = hashlib.sha256(blob).hexdigest()
     if sha != manifest["weights_sha256"]:
         raise InvalidInput("checkpoint weights", str(wpath),

@@ -32,6 +32,7 @@ from PIL import Image
 
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS
+from affectsim_core.readers import read_json
 from affectsim_perception.recognizers.base import RECOGNIZERS, ClipInput, Prediction, Recognizer
 
 PROMPT = ("These 8 frames, in time order, show one person. Which emotion does their body language express? "
@@ -176,7 +177,10 @@ class OpenAIVLM(Recognizer):
             return self._cache[key]
         path = self.cache_dir / f"{key}.json" if self.cache_dir else None
         if path is not None and path.is_file():
-            self._cache[key] = json.loads(path.read_text())["answer"]
+            cached = read_json(path, MAX_REPLY_BYTES, "vlm cache entry")
+            if not (isinstance(cached, dict) and isinstance(cached.get("answer"), str)):
+                raise InvalidInput("vlm cache entry", str(path), 'a JSON object {"answer": text} (delete the file)')
+            self._cache[key] = cached["answer"]
             return self._cache[key]
         body, last = self._body(clip), None
         for attempt in range(self.retries + 1):
