@@ -1,4 +1,4 @@
-"""Bridge node: publishes the simulated Fetch's sensors on the real Fetch topic names (DESIGN.md section 3).
+"""Bridge node: publishes the simulated Fetch's sensors on the real Fetch topic names (docs/design.md §3).
 
 Topics out: /head_camera/rgb/{image_raw,camera_info}, /head_camera/depth_registered/{image_raw,camera_info}
 (32FC1 metres, registered to RGB), /base_scan, /odom, /tf, /tf_static, /map (transient local),

@@ -1,7 +1,7 @@
 """Scene -> MJCF: floors, walls with lintels, doors, composed furniture, lights, people, cameras.
 
 Geom groups: 0 static scene, 1 people, 2 robot (from :mod:`fetch_model`), 4 ceilings
-(hidden in top-down views). Render settings follow DESIGN.md section 4 (no shadows,
+(hidden in top-down views). Render settings follow docs/design.md §4 (no shadows,
 no MSAA) so llvmpipe renders fast.
 """
 

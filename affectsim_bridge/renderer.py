@@ -2,7 +2,7 @@
 
 ``mujoco.Renderer`` renders twice for RGB-D (colour, then depth); here one
 ``mjr_render`` is read back as both buffers. EGL contexts are bound to the thread
-that created them (DESIGN.md section 4): create and use a renderer in one thread.
+that created them (docs/design.md §4): create and use a renderer in one thread.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Primitive actions of the benchmark and the result of applying one (PROTOCOL.md section 6)."""
+"""Primitive actions of the benchmark and the result of applying one (docs/protocol.md §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Recognition clips, sampled identically in every observation setting (PROTOCOL.md sections 5 and 7).
+"""Recognition clips, sampled identically in every observation setting (docs/protocol.md §5 and §7).
 
 A clip spans twice the target motion's duration at the lockstep rate (one frame per 0.25 s of sim
 time, the full-rate frames are kept); the recognizer input is :data:`CLIP_FRAMES` uniformly

@@ -1,4 +1,4 @@
-"""A benchmark episode, typed: ``e = C(m, S, p_h, x0, c)`` (PROTOCOL.md section 1) as a replayable configuration.
+"""A benchmark episode, typed: ``e = C(m, S, p_h, x0, c)`` (docs/protocol.md §1) as a replayable configuration.
 
 :meth:`Episode.from_dict` validates the JSON form of the dataset files (``affectsim-episodes/1``)
 and names the episode and the field of any problem; :meth:`Episode.to_dict` gives the same JSON

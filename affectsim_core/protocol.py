@@ -1,4 +1,4 @@
-"""The benchmark protocol's vocabulary (``../shared/PROTOCOL.md``), each value defined once.
+"""The benchmark protocol's vocabulary (``docs/protocol.md``), each value defined once.
 
 Units: seconds of sim time, metres, radians. Every package takes these names from here.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from enum import StrEnum
 
-#: The label space (PROTOCOL.md section 1): exactly five classes, in this order everywhere
+#: The label space (docs/protocol.md §1): exactly five classes, in this order everywhere
 #: (probability vectors, confusion matrices, class indices 0..4).
 EMOTIONS: tuple[str, ...] = ("angry", "fearful", "happy", "neutral", "sad")
 
@@ -36,7 +36,7 @@ STEP_SECONDS = 0.25
 FORWARD_M = 0.25
 TURN_RAD = math.radians(15.0)
 
-#: How the bridge advances sim time (DESIGN.md section 3): each discrete action advances it by one step
+#: How the bridge advances sim time (docs/design.md §3): each discrete action advances it by one step
 #: (the benchmark; bit-for-bit repeatable), or it runs on its own, paced to a real-time factor (/cmd_vel, Nav2).
 MODES: tuple[str, ...] = ("lockstep", "free_run")
 

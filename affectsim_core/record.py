@@ -1,7 +1,7 @@
 """The paired record of one evaluated episode, typed (what the results store keeps per episode).
 
 One record holds every setting's clip result for every recognizer, so settings are compared on
-the same episodes (PROTOCOL.md section 8). Its JSON form (:meth:`EpisodeRecord.to_dict`, floats
+the same episodes (docs/protocol.md §8). Its JSON form (:meth:`EpisodeRecord.to_dict`, floats
 rounded so records compare exactly across runs)::
 
     episode_id, scene_id, family, challenge, action, label      the episode (label: the emotion)

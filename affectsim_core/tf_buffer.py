@@ -1,6 +1,6 @@
 """A time-indexed transform buffer: the part of tf2's ``Buffer`` the nav and perception nodes need.
 
-ROS-free (the ROS adapter is :mod:`affectsim_core.ros.tf_listener`). Frames form a tree; each edge
+ROS-free (the ROS adapter is :mod:`affectsim_core.ros.tf_tree`). Frames form a tree; each edge
 (child frame -> its parent) is either **static** (``/tf_static``: one transform per child frame,
 kept whatever publisher sent it, for ever) or **dynamic** (``/tf``: a history of stamped
 transforms, :data:`HISTORY_S` long). A lookup gives the pose of a source frame in a target frame at

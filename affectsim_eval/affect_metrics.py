@@ -1,8 +1,8 @@
 """Measures of evolving affect (segments, transitions) and of continuous VAD, ROS-free.
 
-Segment measures follow DAR (``shared/seeds/dar.txt``: segment-count accuracy, mean temporal IoU,
-emotion accuracy at tIoU >= 0.5), VAD measures E3mo-Bench (``shared/seeds/e3mo-bench.txt``:
-Spearman and Pearson correlation) plus Lin's concordance correlation coefficient, which also
+Segment measures follow DAR (Zhang et al., §5.1: segment-count accuracy, mean temporal IoU, emotion
+accuracy at tIoU >= 0.5), VAD measures E3mo-Bench (its VAD assessment task: Spearman and Pearson
+correlation; both in ``docs/protocol.md`` §9) plus Lin's concordance correlation coefficient, which also
 penalises offset and scale. Inputs per episode: the true segments of the interval a setting
 observed and the segments predicted from its window stream
 (:func:`affectsim_core.affect.segments_from_windows`). Times are seconds; scores are fractions.

@@ -1,4 +1,4 @@
-"""Benchmark metrics of PROTOCOL.md section 8 (paper section 4.3), ROS-free.
+"""Benchmark metrics of docs/protocol.md §8 (paper section 4.3), ROS-free.
 
 Labels are emotion names from :data:`EMOTIONS` or their indices 0..4. A prediction may also be
 ``None`` or ``-1``: no prediction (unparseable answer, failed recognizer). It is wrong for every

@@ -1,4 +1,4 @@
-"""One benchmark episode, evaluated: the one orchestration of PROTOCOL.md sections 5-8.
+"""One benchmark episode, evaluated: the one orchestration of docs/protocol.md §5-§8.
 
 For an episode and an :class:`~affectsim_eval.worlds.EvalWorld` (in-process or the ROS graph):
 

@@ -1,5 +1,5 @@
-"""The paper's published reference values (``../shared/seeds/affectsim.txt``), kept as the strings it
-prints so that a report quotes them at their own precision (11.70, not 11.7). Percentages, except
+"""The paper's published reference values (Xing et al., *AffectSim*, Tables 3-6; ``docs/protocol.md`` §8),
+kept as the strings it prints so that a report quotes them at their own precision (11.70, not 11.7). Percentages, except
 ``mean_path_m`` (metres per episode). :func:`value` gives a number for comparisons.
 """
 

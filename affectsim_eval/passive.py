@@ -1,4 +1,4 @@
-"""The passive observation settings and the ground truth they need (privileged; PROTOCOL.md section 5).
+"""The passive observation settings and the ground truth they need (privileged; docs/protocol.md §5).
 
 From a dataset episode: its people (:func:`placements`, motions loaded), the robot's start pose, the
 target's body track over the clip, and the views of P-Init (camera fixed at the start), P-Ref (the

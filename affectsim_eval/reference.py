@@ -1,4 +1,4 @@
-"""P-Ref, the privileged reference observer (PROTOCOL.md section 5).
+"""P-Ref, the privileged reference observer (docs/protocol.md §5).
 
 It sees only ground-truth body geometry (a :class:`BodyTrack`: arrays, no labels or motion ids)
 and the scene (navigable space and a ray caster), never labels, predictions or confidences. It

@@ -1,4 +1,4 @@
-"""The A-Obs baseline (PROTOCOL.md section 6): frontier search -> stable handoff -> following.
+"""The A-Obs baseline (docs/protocol.md §6): frontier search -> stable handoff -> following.
 
 Inputs are only the policy's :class:`Observation` (head RGB-D, intrinsics, localised pose) and
 :class:`EpisodeInfo` (static occupancy map, start pose, dyadic clothing description), plus the

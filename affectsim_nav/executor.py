@@ -1,6 +1,6 @@
 """Discrete action executor shared by every policy: budgets, clipping counts, trajectory, path length.
 
-Execution follows PROTOCOL.md section 6: one primitive action per 0.25 s of sim time (4 Hz),
+Execution follows docs/protocol.md §6: one primitive action per 0.25 s of sim time (4 Hz),
 FORWARD moves 0.25 m (clipped by navigable space), turns are 15 deg, STOP waits. Budgets: 480
 primitive actions and 80 global planner calls for acquisition (until a stable handoff); the
 clip collected after the handoff is bounded by its length instead (``enforce_budget = False``).

@@ -26,7 +26,7 @@ from affectsim_eval.store import ResultsStore
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS
 from affectsim_ros.launcher import GraphProcesses
 
-FULL_TEST_SPLIT = 3941  # episodes (PROTOCOL.md)
+FULL_TEST_SPLIT = 3941  # episodes (docs/protocol.md §4)
 GOAL_HOURS = 8.0
 
 

@@ -44,3 +44,22 @@ def test_packages_are_levels_without_cycles():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout
     assert "upward imports between packages: 0" in proc.stdout and "peer imports between packages:   0" in proc.stdout
+
+
+def test_the_repository_explains_itself_no_file_refers_outside_it():
+    """A clone holds only itself: every design, protocol and grounding reference is to docs/."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()
+    outside = re.compile(r"\.\./shared|shared/(seeds|PROTOCOL|DESIGN|AFFECTIVE)|(?<![\w/])(PROTOCOL|DESIGN|AFFECTIVE_MOTION)\.md")
+    hits = []
+    for name in tracked:
+        path = ROOT / name
+        if path.suffix in {".png", ".npz", ".gz", ".pt", ".onnx", ".tflite", ".bin", ".sqlite"} or not path.is_file():
+            continue
+        try:
+            text = path.read_text()
+        except UnicodeDecodeError:
+            continue
+        hits += [f"{name}:{i}" for i, line in enumerate(text.splitlines(), 1) if outside.search(line)]
+    assert not hits, hits
+    for page in ("protocol.md", "design.md", "affective_motion.md"):
+        assert (ROOT / "docs" / page).is_file(), page

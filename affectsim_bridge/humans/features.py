@@ -139,7 +139,7 @@ def confusion(y: np.ndarray, p: np.ndarray, k: int = len(EMOTIONS)) -> np.ndarra
 
 
 def expected_directions() -> list[tuple[str, str, str, str]]:
-    """(feature, action, emotion, '>' or '<' neutral) checks from shared/AFFECTIVE_MOTION.md."""
+    """(feature, action, emotion, '>' or '<' neutral) checks from docs/affective_motion.md."""
     return [
         ("speed", "walk", "angry", ">"), ("speed", "walk", "happy", ">"), ("speed", "walk", "sad", "<"),
         ("arm_swing", "walk", "angry", ">"), ("arm_swing", "walk", "happy", ">"), ("arm_swing", "walk", "sad", "<"),
@@ -191,7 +191,7 @@ def library_stats(lib, log=print, test_performers: tuple[str, ...] = TEST_PERFOR
     for (action, emo), f in means.items():
         log(f"{action:10s} {emo:8s} " + " ".join(f"{f[k]:10.4f}" for k in FEATURES))
     log("")
-    log("documented directions (shared/AFFECTIVE_MOTION.md), emotion vs neutral:")
+    log("documented directions (docs/affective_motion.md), emotion vs neutral:")
     for c in checks:
         log(f"  {'holds ' if c['holds'] else 'FAILS '} {c['feature']:18s} {c['action']:9s} {c['emotion']:8s} "
             f"{c['direction']} neutral  ({c['value']:.4f} vs {c['neutral']:.4f})")

@@ -5,7 +5,7 @@ Layout of a library directory::
     manifest.json          version, seed, counts, one entry per clip (id, file, labels, group, sha256)
     clips/<id>.npz         one clip each (see motion.py)
 
-Contents (paper scale, PROTOCOL.md section 4):
+Contents (paper scale, docs/protocol.md §4):
 - action-grounded: 12 performers x {walk, sit_down, seated, knock} x 5 emotions x 2 takes;
   ``group`` = performer (splits are performer-disjoint);
 - observation-controlled: 837 standing scenario performances by 22 other performers;

@@ -1,6 +1,6 @@
 """Motion clips: root trajectory plus joint angles at a fixed rate, with the emotion label.
 
-"Affect belongs to the motion" (PROTOCOL.md section 1): the label, action type,
+"Affect belongs to the motion" (docs/protocol.md §1): the label, action type,
 performer, take, intensity, per-frame valence-arousal-dominance and the emotion
 segments travel with the clip. Clips replay cyclically from any starting phase;
 generated clips are periodic (pose and velocity continuous across the wrap), and

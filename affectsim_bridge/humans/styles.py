@@ -1,4 +1,4 @@
-"""How emotion, performer and take shape motion (grounded in shared/AFFECTIVE_MOTION.md).
+"""How emotion, performer and take shape motion (grounded in docs/affective_motion.md).
 
 Each emotion is a set of multipliers and offsets relative to neutral. A performer has
 an idiosyncratic baseline (their own neutral) and an expressiveness that scales how far

@@ -1,4 +1,4 @@
-"""Keep every DDS participant on loopback with a per-run domain id (DESIGN.md section 4).
+"""Keep every DDS participant on loopback with a per-run domain id (docs/design.md §4).
 
 Every process the project starts gets the Fast DDS profile ``config/fastdds_loopback.xml``: shared
 memory, and UDP on 127.0.0.1 only, with unicast discovery to the participants on this host (initial

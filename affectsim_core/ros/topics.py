@@ -1,4 +1,4 @@
-"""Names of the ROS interface (DESIGN.md section 3), defined once for every node and client.
+"""Names of the ROS interface (docs/design.md §3), defined once for every node and client.
 
 Topic names follow the real Fetch, so a policy moves to the robot unchanged; ``/affectsim/*`` names
 exist only in simulation (services, privileged ground truth) or belong to this project's nodes.

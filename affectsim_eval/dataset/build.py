@@ -1,4 +1,4 @@
-"""``affectsim dataset build``: compose every split at the paper's scale (PROTOCOL.md section 4).
+"""``affectsim dataset build``: compose every split at the paper's scale (docs/protocol.md §4).
 
 Splits are group-disjoint: action-grounded by performer (AG01-08 train, AG09-10 val,
 AG11-12 test), observation-controlled by source performance (669 / 84 / 84 clips),

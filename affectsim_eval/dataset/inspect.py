@@ -1,6 +1,6 @@
 """Dataset validation, statistics, episode rendering and counterfactual re-observation.
 
-Validation (PROTOCOL.md section 3), every episode: scene and motion references resolve, ids
+Validation (docs/protocol.md §3), every episode: scene and motion references resolve, ids
 unique, metadata consistent with the motion library, robot start navigable, motion-specific
 checks (support height and position, door next to the knocking hand, free floor along walks),
 the intended challenge realised (re-measured by ray casts from the stored start),

@@ -1,6 +1,6 @@
 """Recognizer API: a clip in, probabilities over the five emotions and a label out.
 
-Every recognizer receives the same input in every observation setting (PROTOCOL.md section 7):
+Every recognizer receives the same input in every observation setting (docs/protocol.md §7):
 8 RGB frames resized to 224x224 (optionally registered depth and frame times). Weights are
 loaded read-only from a checkpoint whose SHA-256 is verified against its manifest; nothing here
 trains.
