@@ -19,11 +19,14 @@ import sys
 import time
 from pathlib import Path
 
+from affectsim_core.errors import InvalidInput
+from affectsim_core.readers import read_yaml
 from affectsim_core.ros.env import loopback_env, pick_domain_id
 from affectsim_core.ros.shm import clean_stale
 from affectsim_ros.graph import GRAPHS, NODES_MODULE, default_params_file, launch_remaps, validate_launch_args
 
 INT_GRACE_S = 5.0
+MAX_PARAMS_BYTES = 1 << 20  # a --params-file larger than 1 MiB is refused unread
 TERM_GRACE_S = 3.0
 
 
@@ -58,6 +61,9 @@ class GraphProcesses:
         self.domain_id = domain_id if domain_id is not None else pick_domain_id()
         self.env = loopback_env(self.domain_id, robot=graph == "robot")  # a robot's own middleware is respected
         params_file = params_file or default_params_file()
+        doc = read_yaml(params_file, MAX_PARAMS_BYTES, "--params-file")  # a FIFO or a huge file never reaches a node
+        if not isinstance(doc, dict):
+            raise InvalidInput("--params-file", str(params_file), "a YAML mapping of node names to ros__parameters")
         self.procs: dict[str, subprocess.Popen] = {}
         self._logs = []
         try:

@@ -364,3 +364,13 @@ def test_a_clip_with_huge_joint_angles_and_a_matching_checksum_is_refused(motion
                                            rf"within \+-{MAX_JOINT_RAD:.4f} rad"):
         Library(motions).load(mid)  # as eval loads the episode's clips (it evaluated this one, and exited 0)
     assert str(path) in _refused(capsys, "motions", "export-bvh", mid, "--library", motions, "--out", tmp_path)
+
+
+def test_a_params_file_that_is_no_regular_yaml_mapping_stops_the_launch_before_any_node(capsys, tmp_path):
+    """A FIFO as --params-file went straight to the nodes (each blocked opening it)."""
+    fifo = tmp_path / "params.yaml"
+    os.mkfifo(fifo)
+    assert str(fifo) in _refused(capsys, "launch", "stack", "--params-file", fifo)
+    listing = tmp_path / "list.yaml"
+    listing.write_text("[1, 2]\n")
+    assert "a YAML mapping" in _refused(capsys, "launch", "stack", "--params-file", listing)

@@ -18,6 +18,7 @@ import numpy as np
 
 from affectsim_bridge.scene import load_scene
 from affectsim_core.camera import FETCH_HEAD_CAMERA, CameraIntrinsics
+from affectsim_core.errors import AffectSimError
 from affectsim_core.geometry import look_at_rotation
 from affectsim_core.record import EpisodeRecord
 from affectsim_eval.config import DATA_DIR
@@ -80,4 +81,12 @@ def main(run: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "results/bench"))
+    if len(sys.argv) > 2:
+        raise SystemExit("usage: python tools/diagnose_p_mon.py [RUN_DIR]")
+    try:
+        main(Path(sys.argv[1] if len(sys.argv) > 1 else "results/bench"))
+    except AffectSimError as exc:  # InvalidInput included: one line naming the file, the value and what was expected
+        raise SystemExit(f"diagnose_p_mon: error: {exc}") from None
+    except KeyError as exc:
+        raise SystemExit(f"diagnose_p_mon: error: {exc} is missing from the run's metadata or dataset "
+                         "(expected a run of `affectsim eval` or `make bench` on this dataset)") from None
