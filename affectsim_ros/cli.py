@@ -2,17 +2,10 @@
 
   affectsim launch bench [name:=value ...] [--domain-id N]   run the graph (pip-only ``ros2 launch``)
   affectsim tour [--out DIR]                                 scripted world tour over ROS + contact sheet
-  affectsim bench sim [--out FILE]                           simulator benchmark (ratios in one run)
-  affectsim bench nav [--episodes 100] [--out FILE]          observation settings and the A-Obs baseline
-  affectsim bench perception [--out FILE]                    recognizer latency, node throughput, quality
+  affectsim bench NAME [options]                            a benchmark (affectsim_ros/benches/; list: bench --help)
   affectsim launch stack [name:=value ...]                   the robot stack alone (bridge, nav, perception)
   affectsim eval [--split test] [--episodes N] [--out DIR]   the benchmark in-process (resumes; --ray ADDRESS)
   affectsim report RUN                                       RUN/report.md with the paper's tables and figures
-  affectsim bench full [--episodes 12]                       full-protocol throughput, ROS graph vs in-process
-  affectsim bench soak [--lockstep-minutes 30]               the stack under load and bad requests: failures, RSS
-  affectsim bench transfer [--episodes 60] [--repeats 2]     lockstep vs continuous time vs noisy: Tables 3 and 6
-  affectsim bench social [--episodes 100]                     scripted vs reactive people, baseline vs baseline-social
-  affectsim bench base [--out FILE]                          the cmd_vel controller: overshoot, time per primitive
   affectsim launch robot [execution:=cmd_vel] [*_topic:=..]  nav and perception on a robot's own topics
   affectsim observe [--label EMOTION] [--out RUN]            one acquisition on the robot on the graph, stored
   affectsim train RECOGNIZER [--seed 0]                      train pose-temporal | rgb-clip | committee | majority
@@ -59,8 +52,8 @@ from affectsim_eval.train import SUBSET, TRAINABLE, train
 from affectsim_nav.nav_node import MAX_GOAL_COUNT
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS
-from affectsim_ros import (bench_base, bench_evolving, bench_full, bench_nav, bench_perception, bench_sim, bench_soak,
-                           bench_social, bench_transfer, launcher)
+from affectsim_ros import launcher
+from affectsim_ros.benches import load_all as load_benches
 from affectsim_ros.graph import GRAPHS, launch_remaps, validate_launch_args
 from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.observe import observe
@@ -109,52 +102,6 @@ def _tour(ns: argparse.Namespace) -> int:
     print(f"[tour] {summary}")
     print(f"[tour] contact sheet: {out / 'contact_sheet.png'}")
     return 0
-
-
-def _bench(ns: argparse.Namespace) -> int:
-    if ns.what == "base":
-        bench_base.run(Path(ns.out) if ns.out else None)
-        return 0
-    if ns.what == "sim":
-        res = bench_sim.run(Path(ns.out) if ns.out else None, ns.frames, ns.steps, ns.free_run_seconds)
-        return 0 if res else 1
-    if ns.what == "nav":
-        for name in ("episodes", "workers"):
-            if getattr(ns, name) < 1:
-                raise InvalidInput(f"--{name}", getattr(ns, name), "a positive integer")
-        bench_nav.run(Path(ns.out) if ns.out else None, ns.episodes, ns.workers, ns.split,
-                      allow_dataset_mismatch=ns.allow_dataset_mismatch)
-        return 0
-    if ns.what == "perception":
-        bench_perception.run(Path(ns.out) if ns.out else None)
-        return 0
-    if ns.what == "full":
-        bench_full.run(Path(ns.out) if ns.out else None, ns.episodes if ns.episodes != 100 else 12, ns.split,
-                       allow_dataset_mismatch=ns.allow_dataset_mismatch)
-        return 0
-    if ns.what == "soak":
-        res = bench_soak.run(Path(ns.out) if ns.out else None, ns.lockstep_minutes, ns.hostile_minutes)
-        return 1 if res["failed"] or res["crashes"] else 0
-    if ns.what == "transfer":
-        if ns.repeats < 1 or not 0.1 <= ns.real_time_factor <= 10.0:
-            raise InvalidInput("--repeats/--real-time-factor", (ns.repeats, ns.real_time_factor), ">= 1 and 0.1..10")
-        bench_transfer.run(Path(ns.out) if ns.out else None, ns.episodes if ns.episodes != 100 else 60, ns.repeats,
-                           ns.real_time_factor, ns.split, Path(ns.work) if ns.work else None,
-                           tuple(c for c in (ns.conditions or "").split(",") if c),
-                           allow_dataset_mismatch=ns.allow_dataset_mismatch)
-        return 0
-    if ns.what == "social":
-        bench_social.run(Path(ns.out) if ns.out else None, ns.episodes, ns.split, Path(ns.work) if ns.work else None,
-                         tuple(c for c in (ns.conditions or "").split(",") if c), ns.workers,
-                         allow_dataset_mismatch=ns.allow_dataset_mismatch)
-        return 0
-    if ns.what == "evolving":
-        bench_evolving.run(Path(ns.out) if ns.out else None, ns.episodes, ns.split, Path(ns.work) if ns.work else None,
-                           ns.workers, graph=ns.conditions != "in_process",
-                           allow_dataset_mismatch=ns.allow_dataset_mismatch)
-        return 0
-    raise AffectSimError(f"benchmark {ns.what!r} is unknown; expected one of: sim, nav, perception, full, soak, "
-                         "transfer, social, evolving, base")
 
 
 def _observe(ns: argparse.Namespace) -> int:
@@ -366,25 +313,12 @@ def build_parser() -> argparse.ArgumentParser:
     to.add_argument("--library", default=str(Path(__file__).resolve().parents[1] / "data" / "motions"),
                     help="motion library for the people in the scene (static people if not built)")
     to.set_defaults(fn=_tour)
-    be = sub.add_parser("bench", help="benchmarks that print measured ratios")
-    be.add_argument("what", choices=["sim", "nav", "perception", "full", "soak", "transfer", "social", "evolving", "base"])
-    be.add_argument("--out", default=None, help="write results as JSON")
-    be.add_argument("--episodes", type=int, default=100, help="nav: stratified test episodes (full: default 12)")
-    be.add_argument("--workers", type=int, default=2, help="nav, social: worker processes")
-    be.add_argument("--split", choices=SPLITS, default="test", help="nav: dataset split")
-    be.add_argument("--frames", type=int, default=60)
-    be.add_argument("--steps", type=int, default=100)
-    be.add_argument("--free-run-seconds", type=float, default=10.0)
-    be.add_argument("--lockstep-minutes", type=float, default=30.0, help="soak: minutes of lockstep actions")
-    be.add_argument("--hostile-minutes", type=float, default=30.0, help="soak: minutes of bad requests mixed with valid")
-    be.add_argument("--allow-dataset-mismatch", action="store_true",
-                    help="nav, full, transfer, social: run although a checkpoint was trained on another dataset version")
-    be.add_argument("--repeats", type=int, default=2, help="transfer: runs of the continuous-time condition")
-    be.add_argument("--real-time-factor", type=float, default=1.0, help="transfer: the free-running bridge's pace")
-    be.add_argument("--conditions", default=None, help="transfer, social: run only these (comma-separated), e.g. "
-                    "lockstep, reactive_baseline; evolving: in_process to skip the graph run")
-    be.add_argument("--work", default=None, help="transfer, social: directory of the per-condition runs (resumed)")
-    be.set_defaults(fn=_bench)
+    be = sub.add_parser("bench", help="benchmarks that print measured ratios (affectsim bench NAME --help)")
+    benches = be.add_subparsers(dest="bench", required=True, metavar="NAME")
+    for name, b in ((n, load_benches().get(n)) for n in load_benches().names()):
+        bp = benches.add_parser(name, help=b.help, description=b.help)
+        b.add_arguments(bp)
+        bp.set_defaults(fn=b)
     ob = sub.add_parser("observe", help="one acquisition on the robot on the graph: every recognizer's prediction, "
                                         "stored with --label in --out (robot sessions give the same report)")
     ob.add_argument("args", nargs="*", help="the robot's topic names, as for launch robot (depth_topic:=/x, ...)")

@@ -46,6 +46,7 @@ from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS, C
 from affectsim_perception.recognizers.committee import load_members
 from affectsim_perception.recognizers.rgb_clip import small_frames
 from affectsim_ros.launcher import GraphProcesses
+from affectsim_ros.benches import add_out, bench
 
 ROUNDS = 5  # timed passes over the clips per recognizer; the median pass is reported
 
@@ -257,3 +258,10 @@ def run(out: Path | None = None, log=print) -> dict:
 
 def _upscale(frame: np.ndarray) -> np.ndarray:
     return np.asarray(Image.fromarray(frame).resize((640, 480), Image.BILINEAR))
+
+
+@bench("perception", add_out)
+def main(ns) -> int:
+    """Recognizer throughput and accuracy on the rendered test clips."""
+    run(ns.out)
+    return 0

@@ -35,6 +35,7 @@ from affectsim_eval.config import EvalConfig, select_episodes
 from affectsim_eval.report import summarize
 from affectsim_eval.store import ResultsStore
 from affectsim_ros.launcher import GraphProcesses
+from affectsim_ros.benches import add_dataset_options, add_out, add_runs_options, bench, conditions_of, positive_int
 
 TABLE6_COLUMNS = ("handoff_pct", "mean_path_m", "path_before_handoff_pct", "budget_exhausted_pct", "clipped_pct")
 
@@ -155,3 +156,21 @@ def table(res: dict) -> str:
         out.append(f"Lockstep vs cmd_vel, episode by episode: A-Obs predictions equal "
                    f"{100 * a['a_obs_predictions_equal']:.0f} %, outcomes equal {100 * a['outcome_equal']:.0f} %")
     return "\n".join(out)
+
+
+def _arguments(p) -> None:
+    add_out(p)
+    add_dataset_options(p, episodes=60)
+    p.add_argument("--repeats", type=positive_int, default=2, help="runs of the continuous-time condition (default 2)")
+    p.add_argument("--real-time-factor", type=float, default=1.0, help="the free-running bridge's pace (0.1..10, default 1)")
+    add_runs_options(p, ", ".join(conditions(2, 1.0)))
+
+
+@bench("transfer", _arguments)
+def main(ns) -> int:
+    """Lockstep vs continuous time vs noise through the graph: the paper's Tables 3 and 6."""
+    if not 0.1 <= ns.real_time_factor <= 10.0:
+        raise InvalidInput("--real-time-factor", ns.real_time_factor, "a pace in [0.1, 10]")
+    run(ns.out, ns.episodes, ns.repeats, ns.real_time_factor, ns.split, ns.work, conditions_of(ns),
+        allow_dataset_mismatch=ns.allow_dataset_mismatch)
+    return 0

@@ -1,4 +1,4 @@
-"""The cmd_vel base controller on a base with latency (``python -m affectsim_ros.bench_base``): not a test.
+"""The cmd_vel base controller on a base with latency (``affectsim bench base``): not a test.
 
 A unicycle in continuous time (1 ms steps): odometry sampled at ``hz`` reaches the controller
 ODOM_LATENCY_S after its stamp; the command it answers acts ``latency`` s later and holds until the
@@ -24,6 +24,7 @@ from affectsim_core.atomic import write_json
 from affectsim_core.geometry import Pose2D, wrap_angle
 from affectsim_core.protocol import FORWARD_M, TURN_RAD
 from affectsim_nav.base_control import BaseLimits, Ending, PrimitiveController
+from affectsim_ros.benches import add_out, bench, positive_int
 
 H = 0.001  # s: the plant's integration step
 ODOM_LATENCY_S = 0.01  # s from an odometry stamp to the controller
@@ -158,16 +159,14 @@ def markdown(res: dict) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
-    import argparse
+def _arguments(p) -> None:
+    add_out(p)
+    p.add_argument("--runs", type=positive_int, default=RUNS, help=f"runs per primitive and condition (default {RUNS})")
+    p.add_argument("--seed", type=int, default=0, help="seed of the simulated odometry noise (default 0)")
 
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=None, help="JSON results file")
-    ap.add_argument("--runs", type=int, default=RUNS)
-    ap.add_argument("--seed", type=int, default=0)
-    ns = ap.parse_args()
+
+@bench("base", _arguments)
+def main(ns) -> int:
+    """The cmd_vel controller on a base with latency: overshoot, time per primitive, accelerations."""
     run(ns.out, ns.runs, ns.seed)
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -33,6 +33,7 @@ from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import TOPICS
 from affectsim_ros.launcher import GraphProcesses
+from affectsim_ros.benches import add_out, bench, positive_int
 
 START = Pose2D(1.0, 2.5, 0.0)
 TOUR = [Action.FORWARD] * 6 + [Action.TURN_LEFT] * 3 + [Action.FORWARD] * 4 + [Action.TURN_RIGHT] * 6
@@ -206,3 +207,14 @@ def run(out: Path | None, frames: int = 60, steps: int = 100, free_run_s: float 
     return res
 
 
+def _arguments(p) -> None:
+    add_out(p)
+    p.add_argument("--frames", type=positive_int, default=60, help="camera frames rendered per backend (default 60)")
+    p.add_argument("--steps", type=positive_int, default=100, help="lockstep actions through the bridge (default 100)")
+    p.add_argument("--free-run-seconds", type=float, default=10.0, help="s of the free-running bridge (default 10)")
+
+
+@bench("sim", _arguments)
+def main(ns) -> int:
+    """Simulator throughput: rendering, lockstep actions and the free-running bridge's pace."""
+    return 0 if run(ns.out, ns.frames, ns.steps, ns.free_run_seconds) else 1

@@ -30,6 +30,7 @@ from affectsim_eval.metrics import table6
 from affectsim_eval import paper
 from affectsim_eval.runner import run_eval
 from affectsim_eval.store import ResultsStore
+from affectsim_ros.benches import add_dataset_options, add_out, bench
 
 STAGES = ("render", "detection", "planning", "control", "passive")
 
@@ -97,3 +98,15 @@ def run(out: Path | None = None, episodes: int = 100, workers: int = 2, split: s
         write_json(out, res, indent=1, default=float)
         log(f"[bench nav] {out}")
     return res
+
+
+def _arguments(p) -> None:
+    add_out(p)
+    add_dataset_options(p, episodes=100, workers=2)
+
+
+@bench("nav", _arguments)
+def main(ns) -> int:
+    """A-Obs throughput in-process and through the graph, with the paper's Table 6."""
+    run(ns.out, ns.episodes, ns.workers, ns.split, allow_dataset_mismatch=ns.allow_dataset_mismatch)
+    return 0

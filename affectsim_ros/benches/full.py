@@ -25,6 +25,7 @@ from affectsim_eval.runner import run_eval
 from affectsim_eval.store import ResultsStore
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS
 from affectsim_ros.launcher import GraphProcesses
+from affectsim_ros.benches import add_dataset_options, add_out, bench
 
 FULL_TEST_SPLIT = 3941  # episodes (docs/protocol.md §4)
 GOAL_HOURS = 8.0
@@ -112,3 +113,15 @@ def run(out: Path | None = None, episodes: int = 12, split: str = "test", log=pr
         write_json(Path(out), res, indent=1)
         log(f"[bench full] {out}")
     return res
+
+
+def _arguments(p) -> None:
+    add_out(p)
+    add_dataset_options(p, episodes=12)
+
+
+@bench("full", _arguments)
+def main(ns) -> int:
+    """Full-protocol throughput, ROS graph vs in-process, and the projection to the whole test split."""
+    run(ns.out, ns.episodes, ns.split, allow_dataset_mismatch=ns.allow_dataset_mismatch)
+    return 0

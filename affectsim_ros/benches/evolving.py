@@ -22,6 +22,7 @@ from affectsim_eval.report import write_report
 from affectsim_eval.runner import run_eval
 from affectsim_eval.store import ResultsStore
 from affectsim_ros.launcher import GraphProcesses
+from affectsim_ros.benches import add_dataset_options, add_out, bench
 
 AFFECT_METRICS = ("affect_segments", "affect_transitions", "affect_vad")
 
@@ -88,3 +89,18 @@ def table(res: dict) -> str:
                                           *(num(v[d]["ccc"]) if d in v else "–"
                                             for d in ("valence", "arousal", "dominance"))]) + " |")
     return "\n".join(out)
+
+
+def _arguments(p) -> None:
+    add_out(p)
+    add_dataset_options(p, episodes=100, workers=2)
+    p.add_argument("--work", type=Path, default=None, help="directory of the two runs (resumed)")
+    p.add_argument("--in-process-only", action="store_true", help="skip the graph run")
+
+
+@bench("evolving", _arguments)
+def main(ns) -> int:
+    """Evolving episodes in-process and through the graph: records compared, affect measures."""
+    run(ns.out, ns.episodes, ns.split, ns.work, ns.workers, graph=not ns.in_process_only,
+        allow_dataset_mismatch=ns.allow_dataset_mismatch)
+    return 0

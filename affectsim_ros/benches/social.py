@@ -21,7 +21,8 @@ from affectsim_eval.config import EvalConfig
 from affectsim_eval.report import summarize, write_report
 from affectsim_eval.runner import run_eval
 from affectsim_eval.store import ResultsStore
-from affectsim_ros.bench_transfer import TABLE6_COLUMNS, table3_6
+from affectsim_ros.benches.transfer import TABLE6_COLUMNS, table3_6
+from affectsim_ros.benches import add_dataset_options, add_out, add_runs_options, bench, conditions_of
 
 RUNS = {f"{h}_{p}": (h, p) for h in ("scripted", "reactive") for p in ("baseline", "baseline-social")}
 SOCIAL_COLUMNS = ("noticed_pct", "reacting_s", "path_m", "max_shift_m", "min_gap_m", "intimate_pct",
@@ -78,3 +79,17 @@ def table(res: dict) -> str:
         out += ["", "| " + " | ".join(head) + " |", "|" + "|".join(["---", "---"] + ["---:"] * (len(head) - 2)) + "|"]
         out += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
     return "\n".join(out)
+
+
+def _arguments(p) -> None:
+    add_out(p)
+    add_dataset_options(p, episodes=100, workers=2)
+    add_runs_options(p, ", ".join(RUNS))
+
+
+@bench("social", _arguments)
+def main(ns) -> int:
+    """Scripted vs reactive people, baseline vs baseline-social: recognition and social measures."""
+    run(ns.out, ns.episodes, ns.split, ns.work, conditions_of(ns), ns.workers,
+        allow_dataset_mismatch=ns.allow_dataset_mismatch)
+    return 0

@@ -58,6 +58,7 @@ from affectsim_interfaces.action import AcquireObservation, Recognize
 from affectsim_interfaces.msg import HumanPlacement
 from affectsim_interfaces.srv import ApplyAction, LoadWorld, RenderViews
 from affectsim_ros.launcher import GraphProcesses
+from affectsim_ros.benches import add_out, bench
 
 RELOAD_EVERY = 200  # lockstep actions per world
 FRAME_EVERY = 10  # every n-th action the client also waits for its camera frame
@@ -382,3 +383,17 @@ def run(out: Path | None = None, lockstep_minutes: float = 30.0, hostile_minutes
     write_json(out, res, indent=1, default=float)
     log(f"[bench soak] {out}")
     return res
+
+
+def _arguments(p) -> None:
+    add_out(p, "tallies, RSS samples and slopes")
+    p.add_argument("--lockstep-minutes", type=float, default=30.0, help="minutes of lockstep actions (default 30)")
+    p.add_argument("--hostile-minutes", type=float, default=30.0,
+                   help="minutes of bad requests mixed with valid ones (default 30)")
+
+
+@bench("soak", _arguments)
+def main(ns) -> int:
+    """The stack under load and bad requests: failed checks, crashes, RSS and its slope."""
+    res = run(ns.out, ns.lockstep_minutes, ns.hostile_minutes)
+    return 1 if res["failed"] or res["crashes"] else 0
