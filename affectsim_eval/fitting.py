@@ -11,7 +11,7 @@ from typing import Callable
 import numpy as np
 import torch
 
-from affectsim_bridge.humans.features import macro_f1
+from affectsim_core.classification import macro_f1
 from affectsim_core.protocol import EMOTIONS
 from affectsim_perception.recognizers.pose_temporal import FRAMES, N_FRAME, N_STATIC, net_logits
 from affectsim_perception.recognizers.rgb_clip import CHANNELS, clip_logits

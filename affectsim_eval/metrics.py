@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
 from affectsim_bridge.navigable import NavigableSpace
 from affectsim_core.affect import segments_from_windows
+from affectsim_core.classification import label_index, label_indices, macro_f1, per_class_f1
 from affectsim_core.errors import InvalidInput
 from affectsim_eval.affect_metrics import (
     mean_tiou,
@@ -37,60 +37,9 @@ from affectsim_core.record import Diagnostics, EpisodeRecord
 from affectsim_core.registry import Registry
 
 GROUP = "group"  # reserved key: the result over recognizer means
-NO_PREDICTION = -1
-
-
-# ---------------------------------------------------------------------------------------------- labels
-def _index(label: Any, field: str, allow_none: bool) -> int:
-    """Class index 0..4 of ``label``; ``NO_PREDICTION`` for None / -1 when ``allow_none``."""
-    if isinstance(label, str):
-        if label in EMOTIONS:
-            return EMOTIONS.index(label)
-    elif isinstance(label, (int, np.integer)) and not isinstance(label, (bool, np.bool_)):
-        if 0 <= label < len(EMOTIONS):
-            return int(label)
-        if allow_none and label == NO_PREDICTION:
-            return NO_PREDICTION
-    elif label is None and allow_none:
-        return NO_PREDICTION
-    expected = f"one of {EMOTIONS} or an index 0..{len(EMOTIONS) - 1}"
-    raise InvalidInput(field, label, expected + (" (or None / -1: no prediction)" if allow_none else ""))
-
-
-def _indices(y_true: Sequence, y_pred: Sequence) -> tuple[np.ndarray, np.ndarray]:
-    if len(y_true) != len(y_pred):
-        raise InvalidInput("y_pred", f"{len(y_pred)} labels", f"as many labels as y_true ({len(y_true)})")
-    if len(y_true) == 0:
-        raise InvalidInput("y_true", list(y_true), "at least one label")
-    return (np.array([_index(y, "y_true", False) for y in y_true], int),
-            np.array([_index(y, "y_pred", True) for y in y_pred], int))
-
-
-# ---------------------------------------------------------------------------------------------- basic
-def per_class_f1(y_true: Sequence, y_pred: Sequence) -> dict[str, float]:
-    """F1 per emotion, 2 TP / (2 TP + FP + FN); 0 where that is 0 / 0 (no true, no predicted sample)."""
-    t, p = _indices(y_true, y_pred)
-    out = {}
-    for k, name in enumerate(EMOTIONS):
-        tp = int(((t == k) & (p == k)).sum())
-        denom = 2 * tp + int(((t != k) & (p == k)).sum()) + int(((t == k) & (p != k)).sum())
-        out[name] = 2 * tp / denom if denom else 0.0
-    return out
-
-
-def macro_f1(y_true: Sequence, y_pred: Sequence) -> float:
-    """Unweighted mean of the five per-class F1 scores (fraction).
-
-    The mean is always over all five classes; a class with F1 = 0 / 0 (absent from truth and
-    prediction, or precision + recall = 0) counts as 0, as sklearn's
-    ``f1_score(average="macro", labels=range(5), zero_division=0)``.
-    """
-    return float(np.mean(list(per_class_f1(y_true, y_pred).values())))
-
-
 def per_class_recall(y_true: Sequence, y_pred: Sequence) -> dict[str, float]:
     """Recall per emotion (fraction); ``nan`` for a class without true samples."""
-    t, p = _indices(y_true, y_pred)
+    t, p = label_indices(y_true, y_pred)
     return {name: float((p[t == k] == k).mean()) if (t == k).any() else math.nan
             for k, name in enumerate(EMOTIONS)}
 
@@ -127,8 +76,8 @@ def group_ogr(rows: Iterable[Mapping[str, float]]) -> float | None:
 
 def recovery_rate(y: Sequence, pinit_pred: Sequence, aobs_pred: Sequence) -> float | None:
     """#{P-Init wrong and A-Obs right} / #{P-Init wrong} over paired episodes; None if P-Init is never wrong."""
-    t, pi = _indices(y, pinit_pred)
-    _, pa = _indices(y, aobs_pred)
+    t, pi = label_indices(y, pinit_pred)
+    _, pa = label_indices(y, aobs_pred)
     wrong = pi != t
     if not wrong.any():
         return None
@@ -388,7 +337,7 @@ class ESPL(Metric):
         out = {}
         for rec in layout:
             _need(layout, rec, ("a_obs",), self.id)
-            correct = [_index(p, "a_obs prediction", True) == _index(r.label, "label", False)
+            correct = [label_index(p, "a_obs prediction", True) == label_index(r.label, "label", False)
                        for p, r in zip(_column(records, rec, "a_obs"), records)]
             value, n = e_spl(correct, lengths, stars)
             out[rec] = {"value": value, "n_valid": n}

@@ -27,10 +27,10 @@ from typing import Callable
 
 import numpy as np
 
-from affectsim_bridge.humans.features import macro_f1
 from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
 from affectsim_bridge.humans.library import Library
 from affectsim_core.atomic import staged_dir
+from affectsim_core.classification import macro_f1
 from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS, PAPER_FAMILIES

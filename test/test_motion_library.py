@@ -6,12 +6,13 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from affectsim_bridge.humans.features import library_stats, macro_f1
+from affectsim_bridge.humans.features import library_stats
 from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.library import INTERACTIONS, Library, build
 from affectsim_bridge.humans.motion import save_motion
 from affectsim_bridge.humans.styles import Performer
 from affectsim_bridge.humans.validate import Report, check_motion, validate_library
+from affectsim_core.classification import macro_f1
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS
 from affectsim_eval.dataset.build import plan_jobs, split_groups

@@ -15,6 +15,7 @@ from scipy.spatial import ConvexHull
 
 from affectsim_bridge.humans.motion import Motion
 from affectsim_bridge.humans.skeleton import DOF_INDEX, JOINT_INDEX, POINTS, forward_kinematics
+from affectsim_core.classification import macro_f1
 from affectsim_core.protocol import EMOTIONS
 
 FEATURES = ("speed", "acceleration", "quantity_of_motion", "angular_speed", "contraction", "hand_jerk",
@@ -120,16 +121,6 @@ class SoftmaxClassifier:
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         return self._proba((x - self.mu) / self.sd).argmax(1)
-
-
-def macro_f1(y: np.ndarray, p: np.ndarray, k: int = len(EMOTIONS)) -> float:
-    f1 = []
-    for c in range(k):
-        tp = np.sum((p == c) & (y == c))
-        prec = tp / max(1, np.sum(p == c))
-        rec = tp / max(1, np.sum(y == c))
-        f1.append(0.0 if tp == 0 else 2 * prec * rec / (prec + rec))
-    return float(np.mean(f1))
 
 
 def confusion(y: np.ndarray, p: np.ndarray, k: int = len(EMOTIONS)) -> np.ndarray:

@@ -20,8 +20,8 @@ from typing import Sequence
 
 import numpy as np
 
-from affectsim_bridge.humans.features import macro_f1
 from affectsim_bridge.humans.library import Library
+from affectsim_core.classification import macro_f1
 from affectsim_core.episode import Episode
 from affectsim_core.protocol import EMOTIONS
 

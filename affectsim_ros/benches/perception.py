@@ -25,10 +25,10 @@ from matplotlib.figure import Figure  # no pyplot: no global state, no display
 from PIL import Image
 
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
-from affectsim_bridge.humans.features import macro_f1
 from affectsim_bridge.humans.library import Library
 from affectsim_bridge.scene import load_scene
 from affectsim_core.atomic import write_json
+from affectsim_core.classification import macro_f1
 from affectsim_core.clips import clip_times, sample_indices
 from affectsim_core.protocol import EMOTIONS
 from affectsim_core.ros.action_client import ActionClient
@@ -45,8 +45,8 @@ from affectsim_perception.person_model import BlazePose, clear_pose_cache, clip_
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS, ClipInput
 from affectsim_perception.recognizers.committee import load_members
 from affectsim_perception.recognizers.rgb_clip import small_frames
-from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.benches import add_out, bench
+from affectsim_ros.launcher import GraphProcesses
 
 ROUNDS = 5  # timed passes over the clips per recognizer; the median pass is reported
 
