@@ -26,6 +26,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image
 from tf2_msgs.msg import TFMessage
 
@@ -85,7 +86,7 @@ class PerceptionNode(Node):
         self._info: CameraInfo | None = None
         self.tf = TfBuffer(extrapolation=float(p["tf_extrapolation_s"]))
         self._tf_wait = float(p["tf_wait_s"])
-        self._now: float | None = None  # the newest camera stamp (s): transforms far beyond it are refused
+        self._sim_now: float | None = None  # the newest /clock (s, sim time); None: no simulator clock (a robot)
         self.pub = self.create_publisher(PersonDetections, TOPICS["person_detections"], 10)
         reliability = ReliabilityPolicy.BEST_EFFORT if p["sensor_qos"] == "best_effort" else ReliabilityPolicy.RELIABLE
         qos = QoSProfile(depth=PENDING, reliability=reliability)
@@ -99,6 +100,8 @@ class PerceptionNode(Node):
                                      callback_group=tf)
             self.create_subscription(TFMessage, TOPICS["tf_static"], lambda m: self._on_tf(m, True),
                                      tf_tree.TF_STATIC_QOS, callback_group=tf)
+            self.create_subscription(Clock, TOPICS["clock"], lambda m: setattr(self, "_sim_now", from_time(m.clock)),
+                                     QoSProfile(depth=10), callback_group=tf)
         ActionServer(self, Recognize, SERVICES["recognize"], execute_callback=self._recognize,
                      goal_callback=lambda _g: GoalResponse.ACCEPT, cancel_callback=lambda _g: CancelResponse.ACCEPT,
                      callback_group=ReentrantCallbackGroup(), **server_qos())
@@ -108,13 +111,17 @@ class PerceptionNode(Node):
     def _pair(self, kind: str, msg: Image) -> None:
         """Pair RGB and registered depth by stamp, approximately (two drivers), then detect."""
         t = from_time(msg.header.stamp)
-        if kind == "rgb":
-            self._now = t
         for rgb, depth in self._pairs.add(kind, t, msg):
             self._on_image(rgb, depth)
 
+    def _now(self) -> float:
+        """Now (s) for the TF future check: the simulator's /clock, else this node's clock (a robot's
+        system time). Not the newest camera stamp: frames wait behind the detector, so under load it
+        lagged the transforms by seconds and the bench's map -> odom was refused as future-dated."""
+        return self._sim_now if self._sim_now is not None else self.get_clock().now().nanoseconds * 1e-9
+
     def _on_tf(self, msg: TFMessage, static: bool) -> None:
-        refused = tf_tree.feed(self.tf, msg, static, now=self._now)
+        refused = tf_tree.feed(self.tf, msg, static, now=self._now())
         if refused:
             self.get_logger().warning(f"{len(refused)} transform(s) refused ({self.tf.refused} so far): {refused[0]}",
                                       throttle_duration_sec=1.0)
