@@ -1,4 +1,4 @@
-"""Benchmark metrics (PROTOCOL.md section 8): hand-computed cases, d* against brute force, the registry."""
+"""Benchmark metrics (docs/protocol.md §8): hand-computed cases, d* against brute force, the registry."""
 
 import json
 import math
