@@ -181,3 +181,55 @@ def test_person_detections_follow_the_camera_stream(graph):
                                 client.wait_for("rgb_info", match), client.tf, 0, timeout=10.0)
     here = locate(BlazePose().detect(np.array(obs.rgb)), obs)
     assert (p.position.x, p.position.y) == pytest.approx(here.xy, abs=1e-6)
+
+
+def test_tf_stamps_are_checked_against_the_clock_not_the_newest_camera_frame(tmp_path):
+    """Frames wait behind the detector, so the newest camera stamp lags: under load make bench's
+    map -> odom was refused as 2.25 s future-dated. A transform 1 s after /clock is accepted though
+    the last frame is 90 s older; one 3.5 s after /clock is refused."""
+    import time
+    from pathlib import Path
+
+    from builtin_interfaces.msg import Time
+    from geometry_msgs.msg import TransformStamped
+    from rosgraph_msgs.msg import Clock
+    from sensor_msgs.msg import Image
+    from tf2_msgs.msg import TFMessage
+
+    with GraphProcesses("stack", nodes=("perception",), args={"mode": "lockstep"}, log_dir=tmp_path,
+                        extra_params={"perception": {"recognizers": ["majority"]}}) as g:
+        ensure_loopback(g.domain_id)
+        rclpy.init()
+        node = rclpy.create_node("clock_test")
+        pubs = {k: node.create_publisher(t, f"/{k}" if k != "rgb" else "/head_camera/rgb/image_raw", 10)
+                for k, t in (("clock", Clock), ("tf", TFMessage), ("rgb", Image))}
+        log = Path(g._logs[0].name)
+
+        def tf(sec: float) -> TFMessage:
+            t = TransformStamped()
+            t.header.stamp = Time(sec=int(sec), nanosec=int(round(sec % 1 * 1e9)))
+            t.header.frame_id, t.child_frame_id = "map", "odom"
+            t.transform.rotation.w = 1.0
+            return TFMessage(transforms=[t])
+
+        deadline = time.monotonic() + 180  # safety net: wait for the node's state, not a time
+        while "perception ready" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        while node.count_subscribers("/tf") == 0 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        frame = Image(height=1, width=1, encoding="rgb8", step=3, data=bytes(3))
+        frame.header.stamp = Time(sec=10)
+        pubs["rgb"].publish(frame)  # the newest frame the node has seen: 90 s before the clock
+        refused = lambda: "refused" in log.read_text()  # noqa: E731
+        for _ in range(20):
+            pubs["clock"].publish(Clock(clock=Time(sec=100)))
+            pubs["tf"].publish(tf(101.0))
+            time.sleep(0.1)
+        assert not refused(), log.read_text()[-2000:]
+        while not refused() and time.monotonic() < deadline:
+            pubs["clock"].publish(Clock(clock=Time(sec=100)))
+            pubs["tf"].publish(tf(103.5))
+            time.sleep(0.2)
+        assert "103.500 s, 3.500 s after now (100.000 s)" in log.read_text(), log.read_text()[-2000:]
+        node.destroy_node()
+        rclpy.shutdown()
