@@ -199,8 +199,9 @@ def test_tf_stamps_are_checked_against_the_clock_not_the_newest_camera_frame(tmp
     with GraphProcesses("stack", nodes=("perception",), args={"mode": "lockstep"}, log_dir=tmp_path,
                         extra_params={"perception": {"recognizers": ["majority"]}}) as g:
         ensure_loopback(g.domain_id)
-        rclpy.init()
-        node = rclpy.create_node("clock_test")
+        ctx = rclpy.Context()  # its own context: the module's graph may hold the default one
+        rclpy.init(context=ctx, domain_id=g.domain_id)
+        node = rclpy.create_node("clock_test", context=ctx)
         pubs = {k: node.create_publisher(t, f"/{k}" if k != "rgb" else "/head_camera/rgb/image_raw", 10)
                 for k, t in (("clock", Clock), ("tf", TFMessage), ("rgb", Image))}
         log = Path(g._logs[0].name)
@@ -232,4 +233,4 @@ def test_tf_stamps_are_checked_against_the_clock_not_the_newest_camera_frame(tmp
             time.sleep(0.2)
         assert "103.500 s, 3.500 s after now (100.000 s)" in log.read_text(), log.read_text()[-2000:]
         node.destroy_node()
-        rclpy.shutdown()
+        ctx.shutdown()
