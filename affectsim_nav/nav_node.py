@@ -41,6 +41,7 @@ from affectsim_core.protocol import MAX_ACTIONS, MAX_PLANNER_CALLS, Outcome
 from affectsim_core.ros.bridge_client import SENSOR_QOS, BridgeClient
 from affectsim_core.ros.calls import server_qos
 from affectsim_core.ros.conversions import diagnostics_to_msg, image_msg, matrix_pose_msg, to_time
+from affectsim_core.ros.goals import end_goal, publish_feedback
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES
 from affectsim_core.sync import SYNC_SLOP_S
@@ -146,7 +147,7 @@ class NavNode(Node):
             idle = self._idle.is_set()
             with self._lock:
                 if self._active is not handle or not idle:
-                    handle.abort()
+                    self._end(handle, "abort")
                     why = ("preempted by a newer goal" if self._active is not handle
                            else "the previous goal did not stop within timeout_s")
                     return self._result(typ, Outcome.ABORTED, f"{why} before it started")
@@ -163,19 +164,22 @@ class NavNode(Node):
                 self._idle.set()
             if self._halted:
                 outcome, message = Outcome.ABORTED, "the nav node is shutting down"
-                handle.abort()
+                self._end(handle, "abort")
             elif outcome == Outcome.CANCELLED and handle.is_cancel_requested:
-                handle.canceled()
+                self._end(handle, "canceled")
             elif outcome == Outcome.CANCELLED:  # stopped because a newer goal arrived
                 outcome, message = Outcome.ABORTED, "preempted by a newer goal"
-                handle.abort()
+                self._end(handle, "abort")
             elif outcome in (Outcome.ABORTED, Outcome.POLICY_ERROR):
-                handle.abort()
+                self._end(handle, "abort")
             else:
-                handle.succeed()
+                self._end(handle, "succeed")
             return self._result(typ, outcome, message, **fields)
 
         return execute
+
+    def _end(self, handle, how: str) -> None:
+        end_goal(handle, how, self.get_logger().warning)
 
     @staticmethod
     def _result(typ, outcome: str, message: str, **fields):
@@ -211,7 +215,7 @@ class NavNode(Node):
                 fb.person.x, fb.person.y, fb.person_distance = xy[0], xy[1], dist
             else:
                 fb.person_distance = math.nan
-            handle.publish_feedback(fb)
+            publish_feedback(handle, fb, self.get_logger().warning)
 
         return publish
 

@@ -35,6 +35,7 @@ from affectsim_core.person_tracking import DETECTORS, locate
 from affectsim_core.protocol import CLIP_FRAMES, CLIP_SIZE
 from affectsim_core.ros.calls import server_qos
 from affectsim_core.ros.conversions import from_time, image_to_array
+from affectsim_core.ros.goals import end_goal, publish_feedback
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.ros.sensors import observation_from_msgs, rgb_array
 from affectsim_core.sync import SYNC_SLOP_S, ApproximatePairs
@@ -191,17 +192,17 @@ class PerceptionNode(Node):
         except Exception as exc:  # noqa: BLE001 - a bad clip (or a MemoryError) fails this goal, not the node
             goal.frames = []
             res.message = str(exc) if isinstance(exc, (AffectSimError, ValueError)) else f"{type(exc).__name__}: {exc}"
-            handle.abort()
+            end_goal(handle, "abort", self.get_logger().warning)
             return res
         per: list[list[RecognizerPrediction]] = []
         times: list[float] = []
         for k, name in enumerate(names):
             if handle.is_cancel_requested:
-                handle.canceled()
+                end_goal(handle, "canceled", self.get_logger().warning)
                 res.message = "cancelled"
                 return res
             fb = Recognize.Feedback(recognizer=name, done=k, total=len(names))
-            handle.publish_feedback(fb)
+            publish_feedback(handle, fb, self.get_logger().warning)
             t0 = time.perf_counter()
             rec = self.recognizers[name]
             try:
@@ -218,7 +219,7 @@ class PerceptionNode(Node):
             res.predictions = [m for window in zip(*per) for m in window]
         else:
             res.predictions = [m for ms in per for m in ms]
-        handle.succeed()
+        end_goal(handle, "succeed", self.get_logger().warning)
         return res
 
     def destroy_node(self) -> None:
