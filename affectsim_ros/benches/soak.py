@@ -1,30 +1,38 @@
-"""Soak benchmark (``affectsim bench soak``): the robot stack under load, then under attack, in one run.
+"""Soak benchmark (``affectsim bench soak``): the robot stack under load and under attack, mixed, for an hour.
 
 The stack (bridge in lockstep, nav, perception) runs as users start it (:mod:`affectsim_ros.launcher`).
+The run is a sequence of cycles, each a hostile round followed by as long a lockstep block, so that
+the workload of the run's last half is the workload of its first (a leak shows as a trend, not as
+the warm-up of a new phase):
 
-1. **Lockstep** (default 30 min): one client loads the world of a test episode (people replaying
-   their clips) and applies seeded random actions back to back, loading the next episode's world
-   every :data:`RELOAD_EVERY` actions. Every reply must succeed with a stamp 0.25 s after the last,
-   and every :data:`FRAME_EVERY`-th action's camera frame must arrive.
-2. **Hostile** (default 30 min): rounds of the bad requests of issue 14 mixed with valid ones:
-   over-budget and NaN-camera ``RenderViews``; ``LoadWorld`` with two targets, none, duplicate ids,
-   a person in a wall or on the robot, an absurd phase, a path-like motion id or scene; an unknown
-   action; ``AcquireObservation`` with a million clip frames, an oversized id, an unknown policy;
-   ``Recognize`` with 400 frames, 7 frames, lying image headers, unknown recognizers; and valid
-   loads, renders (every fourth round the largest reply the limits admit: :data:`LARGEST_VIEWS` full
-   frames), recognitions and acquisitions (one cancelled). Every bad request must be
-   refused with a reason and every valid one must succeed. Once, the bridge is paused for
-   :data:`STALL_S` s (past the DDS lease) while an action is pending: it must be applied once.
+- **Hostile round**: the bad requests of issue 14 mixed with valid ones: over-budget and NaN-camera
+  ``RenderViews``; ``LoadWorld`` with two targets, none, duplicate ids, a person in a wall or on the
+  robot, an absurd phase, a path-like motion id or scene; an unknown action; ``AcquireObservation``
+  with a million clip frames, an oversized id, an unknown policy; ``Recognize`` with 400 frames,
+  7 frames, lying image headers, unknown recognizers; and valid loads, renders (every fourth round
+  the largest reply the limits admit: :data:`LARGEST_VIEWS` full frames), recognitions and
+  acquisitions (one cancelled). Every bad request must be refused with a reason and every valid one
+  must succeed. In the first cycle the bridge is paused for :data:`STALL_S` s (past the DDS lease)
+  while an action is pending: it must be applied once.
+- **Lockstep block**: seeded random actions back to back in the world of a test episode (people
+  replaying their clips), the next episode's world every :data:`RELOAD_EVERY` actions. Every reply
+  must succeed with a stamp 0.25 s after the last, and every :data:`FRAME_EVERY`-th action's camera
+  frame must arrive.
 
-Throughout, every node's resident memory (RSS) is sampled every :data:`SAMPLE_S` s. At the end
-every node must still run and the least-squares slope of each node's RSS over the run's last
-:data:`SLOPE_WINDOW_MIN` minutes must stay below :data:`MAX_SLOPE_MB_PER_MIN` (a leak); the report
-gives RSS at the start and end of each phase, the slopes and the sockets of the graph (``ss``).
-Nothing here is timed against a target: it counts failures.
+Every node's resident memory (RSS) is sampled every :data:`SAMPLE_S` s (the maximum, and the trend
+of all samples, reported) and at the end of every cycle, when no request is in flight (a *settled*
+sample). A reply in flight is transient: one 1.2 GB sample of the largest reply near the end of a
+30-minute window moves a least-squares slope by ~0.8 MB/min, so the leak check uses the settled
+samples. At the end every node must still run and the least-squares slope of each node's settled
+RSS over the run's last :data:`SLOPE_WINDOW_MIN` minutes must stay below
+:data:`MAX_SLOPE_MB_PER_MIN`; the report gives RSS at the start, the middle and the end, the maximum,
+both slopes and the sockets of the graph (``ss``). Nothing here is timed against a target: it counts
+failures.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import signal
@@ -68,6 +76,7 @@ WORLDS = 10  # test episodes whose worlds the lockstep phase cycles through
 TIMEOUT_S = 120.0  # s, any one request
 LARGEST_VIEWS = RENDER_BUDGET_BYTES // (FETCH_HEAD_WIDTH * FETCH_HEAD_HEIGHT * 3)  # full head-camera frames in the largest RenderViews reply
 SLOPE_WINDOW_MIN = 30.0  # min, the end of the run whose RSS trend is checked
+MAX_MINUTES = 24 * 60.0  # the longest soak the option admits
 MAX_SLOPE_MB_PER_MIN = 0.5  # MB (10^6 bytes) per minute, the most any node's RSS may rise over that window
 
 
@@ -88,6 +97,7 @@ class Soak:
         self.counts: Counter = Counter()  # "<case> ok" / "<case> FAILED"
         self.failures: list[str] = []
         self.stamp: float | None = 0.0  # sim time of the last state; None after the nav node moved the robot
+        self.actions = 0  # lockstep actions so far
 
     def wait_ready(self) -> None:
         self.client.wait_for_bridge(180)
@@ -151,12 +161,14 @@ class Soak:
 
     # ------------------------------------------------------------------ phases
     def lockstep(self, seconds: float, rng: np.random.Generator) -> int:
+        """Random actions for ``seconds``; the world changes every RELOAD_EVERY actions of the run."""
         end, n = time.monotonic() + seconds, 0
-        while time.monotonic() < end:
-            if n % RELOAD_EVERY == 0:
-                self.load_episode(n // RELOAD_EVERY)
+        while n == 0 or time.monotonic() < end:
+            if self.actions % RELOAD_EVERY == 0:
+                self.load_episode(self.actions // RELOAD_EVERY)
             action = int(rng.choice([Action.FORWARD, Action.TURN_LEFT, Action.TURN_RIGHT], p=[0.5, 0.25, 0.25]))
-            self.step(action, frame=n % FRAME_EVERY == 0)
+            self.step(action, frame=self.actions % FRAME_EVERY == 0)
+            self.actions += 1
             n += 1
         return n
 
@@ -251,53 +263,53 @@ class Soak:
 
 
 class MemorySampler(threading.Thread):
-    """RSS (bytes) of every node every SAMPLE_S s, tagged with the phase running."""
+    """RSS (bytes) of every node every SAMPLE_S s (kind ``timer``) and when told (:meth:`settled`)."""
 
     def __init__(self, pids: dict[str, int]) -> None:
         super().__init__(daemon=True)
         self.procs = {name: psutil.Process(pid) for name, pid in pids.items()}
-        self.phase = "start"
-        self.samples: list[tuple[float, str, dict[str, int]]] = []
+        self.samples: list[tuple[float, str, dict[str, int]]] = []  # (monotonic s, kind, {node: bytes})
+        self._lock = threading.Lock()
         self._done = threading.Event()
-        self.sample()
+        self.sample("timer")
 
-    def sample(self) -> None:
+    def sample(self, kind: str) -> None:
         rss = {}
         for name, p in self.procs.items():
             try:
                 rss[name] = p.memory_info().rss
             except psutil.Error:
                 rss[name] = 0  # gone: reported as a crash at the end
-        self.samples.append((time.monotonic(), self.phase, rss))
+        with self._lock:
+            self.samples.append((time.monotonic(), kind, rss))
+
+    def settled(self) -> None:
+        """A sample taken with no request of the soak in flight."""
+        self.sample("settled")
 
     def run(self) -> None:
         while not self._done.wait(SAMPLE_S):
-            self.sample()
+            self.sample("timer")
 
     def stop(self) -> None:
         self._done.set()
         if self.is_alive():
             self.join(SAMPLE_S + 1)
-        self.sample()
 
-    def at(self, phase: str, last: bool) -> dict[str, int]:
-        """The phase's first or last sample (the last one taken if the phase never ran)."""
-        rows = [s for s in self.samples if s[1] == phase] or self.samples[-1:]
-        return (rows[-1] if last else rows[0])[2]
+    def of(self, kind: str) -> list[tuple[float, str, dict[str, int]]]:
+        with self._lock:
+            return [x for x in self.samples if x[1] == kind] if kind else list(self.samples)
 
 
-def rss_slopes(samples: list[tuple[float, str, dict[str, int]]], window_s: float) -> dict[str, float]:
-    """Least-squares slope (MB, 10^6 bytes, per minute) of each node's RSS over the last ``window_s``
-    seconds of ``samples`` ((monotonic s, phase, {node: bytes})); NaN with fewer than 3 samples."""
-    if not samples:
-        return {}
-    last = [x for x in samples if x[0] >= samples[-1][0] - window_s]
+def rss_slopes(samples: list[tuple[float, str, dict[str, int]]], since: float) -> dict[str, float]:
+    """Least-squares slope (MB, 10^6 bytes, per minute) of each node's RSS over the ``samples``
+    ((monotonic s, kind, {node: bytes})) taken at ``since`` (monotonic s) or later; NaN with fewer than 3."""
+    last = [x for x in samples if x[0] >= since]
+    if len(last) < 3:
+        return {name: float("nan") for name in (samples[-1][2] if samples else {})}
     t = np.array([x[0] for x in last]) / 60.0
-    out = {}
-    for name in samples[-1][2]:
-        y = np.array([x[2][name] for x in last], float) / 1e6
-        out[name] = float(np.polyfit(t - t.mean(), y, 1)[0]) if len(last) >= 3 else float("nan")
-    return out
+    return {name: float(np.polyfit(t - t.mean(), np.array([x[2][name] for x in last], float) / 1e6, 1)[0])
+            for name in last[-1][2]}
 
 
 def _sockets(pids: set[int]) -> list[str]:
@@ -305,13 +317,12 @@ def _sockets(pids: set[int]) -> list[str]:
     return [" ".join(line.split()) for line in out.splitlines() if any(f"pid={p}," in line for p in pids)]
 
 
-def run(out: Path | None = None, lockstep_minutes: float = 30.0, hostile_minutes: float = 30.0,
-        data: Path = DATA_DIR, log=print) -> dict:
+def run(out: Path | None = None, minutes: float = 60.0, data: Path = DATA_DIR, log=print) -> dict:
+    """Cycles of a hostile round and a lockstep block for ``minutes``; the tallies, RSS and slopes."""
     out = Path(out) if out else Path("results/bench_soak.json")
     logs = out.with_suffix("") / "logs"
     rng = np.random.default_rng(0)
-    actions = rounds = 0
-    lock_s = hostile_s = 0.0
+    rounds, lock_s, run_s = 0, 0.0, 0.0
     with GraphProcesses("stack", args={"mode": "lockstep"}, log_dir=logs,
                         extra_params={"bridge": {"motion_library": str(data / "motions")}}) as g:
         ensure_loopback(g.domain_id)
@@ -322,60 +333,60 @@ def run(out: Path | None = None, lockstep_minutes: float = 30.0, hostile_minutes
             soak.wait_ready()
             soak.load_episode(0)
             mem.start()
-            log(f"[bench soak] graph {g.pids()} ready; lockstep for {lockstep_minutes:g} min")
-            mem.phase = "lockstep"
-            mem.sample()
+            log(f"[bench soak] graph {g.pids()} ready; cycles of a hostile round and a lockstep block for {minutes:g} min")
             t0 = time.monotonic()
-            actions = soak.lockstep(60 * lockstep_minutes, rng)
-            lock_s = time.monotonic() - t0
-            mem.sample()
-            log(f"[bench soak] lockstep: {actions} actions in {lock_s:.0f} s ({actions / lock_s:.1f}/s); "
-                f"hostile for {hostile_minutes:g} min")
-            mem.phase = "hostile"
-            mem.sample()
-            t1 = time.monotonic()
-            while rounds == 0 or time.monotonic() - t1 < 60 * hostile_minutes:
+            while rounds == 0 or time.monotonic() - t0 < 60 * minutes:
+                t = time.monotonic()
                 soak.hostile_round(rounds)
-                rounds += 1
-                if rounds == 1:
+                if rounds == 0:
                     soak.stall()
-            hostile_s = time.monotonic() - t1
+                rounds += 1
+                t1 = time.monotonic()
+                soak.lockstep(t1 - t, rng)  # as long as the round took: half the time each
+                lock_s += time.monotonic() - t1
+                mem.settled()
+                if rounds % 20 == 0:
+                    log(f"[bench soak] {(time.monotonic() - t0) / 60:.0f} min: {rounds} rounds, {soak.actions} actions")
+            run_s = time.monotonic() - t0
         except (AffectSimError, TimeoutError, RuntimeError) as exc:  # a node that stopped answering: reported
             soak.check("soak run", False, f"{type(exc).__name__}: {exc}")
         finally:
             mem.stop()
+            mem.settled()
             alive = {name: code is None for name, code in g.poll().items()}
             sockets = _sockets(set(g.pids().values()) | {os.getpid()})
             soak.close()
             rclpy.shutdown()
     mib = 2 ** 20
-    points = {"lockstep_start": ("lockstep", False), "lockstep_end": ("lockstep", True),
-              "hostile_start": ("hostile", False), "end": ("hostile", True)}
-    rss = {name: {**{k: mem.at(*at)[name] / mib for k, at in points.items()},
-                  "max": max(s[2][name] for s in mem.samples) / mib} for name in g.pids()}
-    window_s = min(60 * SLOPE_WINDOW_MIN, mem.samples[-1][0] - mem.samples[0][0])
-    slopes = rss_slopes(mem.samples, window_s)
+    settled, every = mem.of("settled"), mem.of("")
+    end = every[-1][0]
+    since = end - min(60 * SLOPE_WINDOW_MIN, end - every[0][0])
+    middle = min(settled, key=lambda x: abs(x[0] - (every[0][0] + end) / 2)) if settled else every[-1]
+    rss = {name: {"start": every[0][2][name] / mib, "middle": middle[2][name] / mib, "end": settled[-1][2][name] / mib,
+                  "max": max(x[2][name] for x in every) / mib} for name in g.pids()}
+    slopes = rss_slopes(settled, since)
+    slopes_all = rss_slopes(every, since)
     for name, slope in slopes.items():  # NaN (too short a run) fails too
         soak.check("rss slope", slope < MAX_SLOPE_MB_PER_MIN,
-                   f"{name}: {slope:+.2f} MB/min over the last {window_s / 60:.0f} min")
+                   f"{name}: {slope:+.2f} MB/min over the last {(end - since) / 60:.0f} min (settled samples)")
     failed = sum(v for k, v in soak.counts.items() if k.endswith("FAILED"))
-    res = {"lockstep_s": lock_s, "actions": actions, "actions_per_s": actions / max(lock_s, 1e-9),
-           "hostile_s": hostile_s, "hostile_rounds": rounds, "counts": dict(sorted(soak.counts.items())),
-           "failed": failed, "failures": soak.failures, "alive": alive, "crashes": sum(not a for a in alive.values()),
-           "rss_mib": rss, "rss_slope_mb_per_min": slopes, "slope_window_s": window_s, "sockets": sockets,
-           "rss_samples": [(round(t - mem.samples[0][0], 1), ph, {k: v / mib for k, v in r.items()})
-                           for t, ph, r in mem.samples]}
-    log(f"[bench soak] {actions} lockstep actions ({res['actions_per_s']:.1f}/s), {rounds} hostile rounds; "
-        f"{failed} failed checks, {res['crashes']} crashed nodes")
+    res = {"run_s": run_s, "lockstep_s": lock_s, "actions": soak.actions,
+           "actions_per_s": soak.actions / max(lock_s, 1e-9), "hostile_rounds": rounds,
+           "counts": dict(sorted(soak.counts.items())), "failed": failed, "failures": soak.failures, "alive": alive,
+           "crashes": sum(not a for a in alive.values()), "rss_mib": rss, "rss_slope_mb_per_min": slopes,
+           "rss_slope_all_samples_mb_per_min": slopes_all, "slope_window_s": end - since, "sockets": sockets,
+           "rss_samples": [(round(t - every[0][0], 1), kind, {k: v / mib for k, v in r.items()})
+                           for t, kind, r in every]}
+    log(f"[bench soak] {run_s / 60:.0f} min: {soak.actions} lockstep actions ({res['actions_per_s']:.1f}/s in the "
+        f"blocks), {rounds} hostile rounds; {failed} failed checks, {res['crashes']} crashed nodes")
     for case, n in res["counts"].items():
         log(f"[bench soak]   {case:48s} {n:7d}")
-    log(f"[bench soak] RSS MiB {'node':12s} {'start':>8s} {'lockstep end':>13s} {'hostile start':>14s} {'end':>8s} "
-        f"{'max':>8s}")
+    log(f"[bench soak] RSS MiB {'node':12s} {'start':>8s} {'middle':>8s} {'end':>8s} {'max':>8s}")
     for name, r in rss.items():
-        log(f"[bench soak]        {name:12s} {r['lockstep_start']:8.0f} {r['lockstep_end']:13.0f} "
-            f"{r['hostile_start']:14.0f} {r['end']:8.0f} {r['max']:8.0f}")
-    log(f"[bench soak] RSS slope over the last {window_s / 60:.0f} min (MB/min, limit {MAX_SLOPE_MB_PER_MIN}): "
-        + ", ".join(f"{k} {v:+.3f}" for k, v in slopes.items()))
+        log(f"[bench soak]        {name:12s} {r['start']:8.0f} {r['middle']:8.0f} {r['end']:8.0f} {r['max']:8.0f}")
+    log(f"[bench soak] RSS slope over the last {(end - since) / 60:.0f} min (MB/min, limit {MAX_SLOPE_MB_PER_MIN}), "
+        "settled samples: " + ", ".join(f"{k} {v:+.3f}" for k, v in slopes.items())
+        + "; all samples: " + ", ".join(f"{k} {v:+.3f}" for k, v in slopes_all.items()))
     for line in sockets:
         log(f"[bench soak] ss: {line}")
     for f in soak.failures[:10]:
@@ -385,15 +396,25 @@ def run(out: Path | None = None, lockstep_minutes: float = 30.0, hostile_minutes
     return res
 
 
+def _minutes(text: str) -> float:
+    """argparse type: minutes in (0, MAX_MINUTES]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 < value <= MAX_MINUTES:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid; expected minutes in (0, {MAX_MINUTES:g}]")
+    return value
+
+
 def _arguments(p) -> None:
     add_out(p, "tallies, RSS samples and slopes")
-    p.add_argument("--lockstep-minutes", type=float, default=30.0, help="minutes of lockstep actions (default 30)")
-    p.add_argument("--hostile-minutes", type=float, default=30.0,
-                   help="minutes of bad requests mixed with valid ones (default 30)")
+    p.add_argument("--minutes", type=_minutes, default=60.0,
+                   help="minutes of cycles (a hostile round, then as long a lockstep block; default 60)")
 
 
 @bench("soak", _arguments)
 def main(ns) -> int:
     """The stack under load and bad requests: failed checks, crashes, RSS and its slope."""
-    res = run(ns.out, ns.lockstep_minutes, ns.hostile_minutes)
+    res = run(ns.out, ns.minutes)
     return 1 if res["failed"] or res["crashes"] else 0
