@@ -21,7 +21,7 @@ from pathlib import Path
 
 from affectsim_core.errors import InvalidInput
 from affectsim_core.readers import read_yaml
-from affectsim_core.ros.env import loopback_env, pick_domain_id
+from affectsim_core.ros.env import loopback_env, pick_domain_id, release_domain_id
 from affectsim_core.ros.shm import clean_stale
 from affectsim_ros.graph import GRAPHS, NODES_MODULE, default_params_file, launch_remaps, validate_launch_args
 
@@ -58,15 +58,16 @@ class GraphProcesses:
         for node, params in (extra_params or {}).items():
             overrides.setdefault(node, {}).update(params)
         self.shm_cleaned = clean_stale()  # (files, bytes) left by killed DDS processes
-        self.domain_id = domain_id if domain_id is not None else pick_domain_id()
-        self.env = loopback_env(self.domain_id, robot=graph == "robot")  # a robot's own middleware is respected
         params_file = params_file or default_params_file()
         doc = read_yaml(params_file, MAX_PARAMS_BYTES, "--params-file")  # a FIFO or a huge file never reaches a node
         if not isinstance(doc, dict):
             raise InvalidInput("--params-file", str(params_file), "a YAML mapping of node names to ros__parameters")
+        self._own_domain = domain_id is None  # picked here: given back when the graph stops
+        self.domain_id = domain_id if domain_id is not None else pick_domain_id()
         self.procs: dict[str, subprocess.Popen] = {}
         self._logs = []
         try:
+            self.env = loopback_env(self.domain_id, robot=graph == "robot")  # a robot's own middleware is respected
             for spec in GRAPHS[graph]:
                 if nodes is not None and spec.name not in nodes:
                     continue
@@ -121,6 +122,8 @@ class GraphProcesses:
             f.close()
         self._logs = []
         clean_stale()
+        if self._own_domain:
+            release_domain_id(self.domain_id)
         return self.poll()
 
 

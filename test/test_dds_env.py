@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from affectsim_core.errors import InvalidInput
+from affectsim_core.ros import env
 from affectsim_core.ros.env import fastdds_profile, loopback_env
 
 AFFECTSIM = str(Path(sys.executable).parent / "affectsim")
@@ -81,3 +82,36 @@ def test_the_launcher_refuses_a_missing_profile_before_any_node_starts():
     out = subprocess.run([AFFECTSIM, "launch", "stack", "--domain-id", "300"], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode != 0 and "domain id=300 is invalid" in out.stderr + out.stdout, out.stderr
+
+
+def test_concurrent_runs_never_share_a_domain_id():
+    """Random ids alone collided (a soak's nodes received a test's stand-in robot's TF): an id held by
+    another process is never picked, and neither is one in which a DDS participant listens."""
+    child = subprocess.Popen([sys.executable, "-c", "import sys\nfrom affectsim_core.ros.env import pick_domain_id\n"
+                              "print(' '.join(str(pick_domain_id()) for _ in range(40)), flush=True)\nsys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        theirs = {int(x) for x in child.stdout.readline().split()}
+        assert len(theirs) == 40
+        ours = [env.pick_domain_id() for _ in range(30)]
+        assert not theirs & set(ours) and len(set(ours)) == 30
+    finally:
+        child.communicate("", timeout=30)
+    for d in ours:
+        env.release_domain_id(d)
+    assert not set(ours) & set(env._held)
+
+
+def test_a_domain_with_a_listening_participant_counts_as_in_use():
+    import socket
+
+    d = env.pick_domain_id()
+    try:
+        assert not env._domain_in_use(d)
+        port = env.RTPS_PORT_BASE + env.RTPS_DOMAIN_GAIN * d + env.RTPS_UNICAST_OFFSET + 2 * 7  # participant 7
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.bind(("127.0.0.1", port))
+            assert env._domain_in_use(d)
+        assert not env._domain_in_use(d)
+    finally:
+        env.release_domain_id(d)

@@ -9,9 +9,12 @@ machine's external address (measured with ``ss``; the test suite checks it).
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
+import socket
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -52,9 +55,57 @@ def check_domain_id(value: object, name: str = "ROS_DOMAIN_ID") -> int:
     return int(text)
 
 
+DOMAIN_LOCK_DIR = Path(tempfile.gettempdir()) / "affectsim-ros-domains"  # one lock file per domain id
+RTPS_PORT_BASE, RTPS_DOMAIN_GAIN, RTPS_UNICAST_OFFSET = 7400, 250, 10  # the RTPS port formula (Fast DDS defaults)
+PARTICIPANTS_CHECKED = 32  # participant ids whose discovery port is probed (the profile's maxInitialPeersRange)
+_held: dict[int, int] = {}  # domain id -> descriptor of its locked file, for as long as this process runs
+
+
+def _domain_in_use(domain: int) -> bool:
+    """True if a DDS participant of ``domain`` listens on this host: one of its unicast discovery ports
+    (participants 0..31) cannot be bound on 127.0.0.1."""
+    for participant in range(PARTICIPANTS_CHECKED):
+        port = RTPS_PORT_BASE + RTPS_DOMAIN_GAIN * domain + RTPS_UNICAST_OFFSET + 2 * participant
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return True
+    return False
+
+
 def pick_domain_id() -> int:
-    """A fresh domain id for one run (random, so concurrent runs on one machine rarely collide)."""
-    return random.SystemRandom().randint(DOMAIN_MIN, DOMAIN_MAX)
+    """A domain id for one run that no other run on this machine uses: a random order over
+    DOMAIN_MIN..DOMAIN_MAX, taking the first whose lock file (:data:`DOMAIN_LOCK_DIR`) this process can
+    lock and in which no DDS participant listens. The lock is held until :func:`release_domain_id` or
+    the process ends (random ids alone collided: a soak's nodes took a test's stand-in robot's TF).
+    RuntimeError if every id is taken."""
+    DOMAIN_LOCK_DIR.mkdir(mode=0o777, parents=True, exist_ok=True)
+    ids = list(range(DOMAIN_MIN, DOMAIN_MAX + 1))
+    random.SystemRandom().shuffle(ids)
+    for domain in ids:
+        if domain in _held:
+            continue
+        fd = os.open(DOMAIN_LOCK_DIR / f"{domain}.lock", os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue
+        if _domain_in_use(domain):
+            os.close(fd)  # closing releases the lock
+            continue
+        _held[domain] = fd
+        return domain
+    raise RuntimeError(f"no free ROS domain id in {DOMAIN_MIN}..{DOMAIN_MAX} on this machine ({len(_held)} held by "
+                       f"this process, the rest by other runs or DDS participants); end a run or set ROS_DOMAIN_ID")
+
+
+def release_domain_id(domain: int) -> None:
+    """Give back a domain id of :func:`pick_domain_id` (nothing if this process does not hold it)."""
+    fd = _held.pop(domain, None)
+    if fd is not None:
+        os.close(fd)
 
 
 PROFILE_VAR = "FASTDDS_DEFAULT_PROFILES_FILE"
