@@ -13,7 +13,8 @@ c. ``cmd_vel + noise``: (b) with every noise model the free-running bridge has o
 
 Printed side by side: Table 3 (group Macro-F1 of the trained recognizers per setting, OGR) and
 Table 6 (handoff, path length, path before handoff, budget exhausted, clipped moves), the spread of
-A-Obs over the repeats of (b), and how often two repeats agree episode by episode. The passive
+A-Obs over the repeats of (b), how often two repeats agree episode by episode, and each condition's group A-Obs
+minus lockstep's (and repeat 2 minus repeat 1) with a 95 % paired bootstrap interval over the episodes. The passive
 settings are rendered views (no noise, no motion), so their columns must agree across conditions.
 Each condition is its own results store under the work directory: a killed benchmark resumes.
 """
@@ -32,7 +33,9 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import SETTINGS
 from affectsim_core.record import EpisodeRecord
 from affectsim_eval.config import EvalConfig, select_episodes
-from affectsim_eval.report import summarize
+from affectsim_core.resampling import Interval, bootstrap_interval
+from affectsim_eval.metrics import compute_all
+from affectsim_eval.report import REFERENCES, summarize
 from affectsim_eval.store import ResultsStore
 from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.benches import add_dataset_options, add_out, add_runs_options, bench, conditions_of, positive_int
@@ -73,6 +76,19 @@ def _summary(records: dict[str, EpisodeRecord]) -> dict:
     s = summarize(list(records.values()))
     return {"n": s["n"], "group": s["group"], "group_ogr": s["group_ogr"],
             "table6": {k: s["table6"][k] for k in TABLE6_COLUMNS}}
+
+
+def group_a_obs(records: list[EpisodeRecord]) -> float:
+    """Group A-Obs Macro-F1 (fraction): the mean over the trained recognizers, as the report's Table 3."""
+    f1 = compute_all(records, ["macro_f1"])["macro_f1"]
+    return float(np.mean([f1[n]["a_obs"] for n in records[0].recognizers if n not in REFERENCES]))
+
+
+def paired_difference(a: dict[str, EpisodeRecord], b: dict[str, EpisodeRecord]) -> Interval:
+    """Group A-Obs of ``b`` minus ``a`` (fraction) on the episodes both hold, with its 95 % paired
+    bootstrap interval over those episodes."""
+    ids = sorted(set(a) & set(b))
+    return bootstrap_interval(len(ids), lambda k: group_a_obs([b[ids[i]] for i in k]) - group_a_obs([a[ids[i]] for i in k]))
 
 
 def agreement(a: dict[str, EpisodeRecord], b: dict[str, EpisodeRecord]) -> dict[str, float]:
@@ -118,6 +134,9 @@ def run(out: Path | None = None, episodes: int = 60, repeats: int = 2, real_time
                              "a_obs_std": float(np.std(a_obs)),
                              "agreement": agreement(runs[cv[0]], runs[cv[1]]) if len(cv) > 1 else None} if cv else None
     res["lockstep_vs_cmd_vel"] = agreement(runs["lockstep"], runs[cv[0]]) if "lockstep" in runs and cv else None
+    pairs = [(n, "lockstep") for n in runs if n != "lockstep" and "lockstep" in runs] + \
+        ([(cv[1], cv[0])] if len(cv) > 1 else [])
+    res["a_obs_differences"] = {f"{b} - {a}": vars(paired_difference(runs[a], runs[b])) for b, a in pairs}
     log(table(res))
     if out is not None:
         write_json(Path(out), res, indent=1)
@@ -151,6 +170,9 @@ def table(res: dict) -> str:
         a = sp["agreement"]
         out.append(f"Two cmd_vel repeats, episode by episode: A-Obs predictions equal {100 * a['a_obs_predictions_equal']:.0f} %, "
                    f"outcomes equal {100 * a['outcome_equal']:.0f} %, trajectories equal {100 * a['trajectory_equal']:.0f} %")
+    for name, d in res.get("a_obs_differences", {}).items():
+        out.append(f"Group A-Obs {name}: {Interval(**d).text(100)} points (95 % paired bootstrap over "
+                   f"{d['units']} episodes)")
     a = res["lockstep_vs_cmd_vel"]
     if a:
         out.append(f"Lockstep vs cmd_vel, episode by episode: A-Obs predictions equal "
