@@ -278,3 +278,12 @@ def test_the_real_exit_status_of_a_foreign_option():
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
     assert out.stderr.strip() == ("affectsim dataset fingerprint: error: unrecognized arguments: --png x.png "
                                   "(see affectsim dataset fingerprint --help)")
+
+
+@pytest.mark.xfail(strict=True, reason="soak.py passes no default to add_out, and its run() falls back to "
+                                       "results/bench_soak.json, so --help says 'not written'; fix: add_out(p, ..., "
+                                       "default=Path('results/bench_soak.json')) in soak.py")
+def test_bench_soak_out_default_is_the_file_it_writes():
+    from pathlib import Path
+
+    assert OPTIONS[("bench", "soak")]["--out"].default == Path("results/bench_soak.json")
