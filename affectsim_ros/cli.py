@@ -2,16 +2,19 @@
 
   affectsim launch bench [name:=value ...] [--domain-id N]   run the graph (pip-only ``ros2 launch``)
   affectsim tour [--out DIR]                                 scripted world tour over ROS + contact sheet
-  affectsim bench NAME [options]                            a benchmark (affectsim_ros/benches/; list: bench --help)
+  affectsim bench NAME [options]                             a benchmark (affectsim_ros/benches/; list: bench --help)
   affectsim launch stack [name:=value ...]                   the robot stack alone (bridge, nav, perception)
   affectsim eval [--split test] [--episodes N] [--out DIR]   the benchmark in-process (resumes; --ray ADDRESS)
   affectsim report RUN                                       RUN/report.md with the paper's tables and figures
   affectsim launch robot [execution:=cmd_vel] [*_topic:=..]  nav and perception on a robot's own topics
   affectsim observe [--label EMOTION] [--out RUN]            one acquisition on the robot on the graph, stored
   affectsim train RECOGNIZER [--seed 0]                      train pose-temporal | rgb-clip | committee | majority
-  affectsim dataset build | validate | stats | fingerprint     compose, check, describe the episodes; CI hash check
-  affectsim scenes list                                      built-in scenes
+  affectsim motions build | validate | stats | preview | import-bvh | export-bvh   the motion library
+  affectsim dataset build | validate | stats | show | counterfactual | fingerprint   the episodes; CI hash check
+  affectsim scenes list | build | preview | check            the scenes
   affectsim params write | check                             config/bench.yaml from the nodes' declarations
+
+Each command takes only its own options (another command's is an error): affectsim COMMAND [WHAT] --help.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from affectsim_nav.nav_node import MAX_GOAL_COUNT
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS
 from affectsim_ros import launcher
+from affectsim_ros.benches import integer, number, positive_int
 from affectsim_ros.benches import load_all as load_benches
 from affectsim_ros.graph import GRAPHS, launch_remaps, validate_launch_args
 from affectsim_ros.launcher import GraphProcesses
@@ -129,7 +133,7 @@ def _observe(ns: argparse.Namespace) -> int:
 def _eval(ns: argparse.Namespace) -> int:
     cfg = EvalConfig(split=ns.split, episodes=ns.episodes, seed=ns.seed,
                      ids=tuple(i for i in (ns.ids or "").split(",") if i),
-                     recognizers=tuple(r for r in (ns.recognizers or ",".join(DEFAULT_RECOGNIZERS)).split(",") if r),
+                     recognizers=tuple(r for r in ns.recognizers.split(",") if r),
                      policy=ns.policy, max_actions=ns.max_actions, max_planner_calls=ns.max_planner_calls,
                      backend=ns.backend, humans=ns.humans, families=tuple(ns.family or PAPER_FAMILIES))
     summary = run_eval(Path(ns.out), cfg, ns.workers, ns.ray, ns.retry_failed, Path(ns.data) if ns.data else DATA_DIR,
@@ -150,140 +154,172 @@ def _report(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _scenes(ns: argparse.Namespace) -> int:
-    if ns.what == "build":
-        scene_generator.build_scenes(seed=ns.seed)
-        return 0
-    if ns.what == "preview":
-        ids = ns.ids or [f"scene_{i:03d}" for i in range(3)]
-        for sid in ids:
-            print(f"[scenes] {scene_generator.preview_scene(load_scene(sid), Path(ns.out) / f'{sid}.png')}")
-        return 0
-    if ns.what == "check":
-        bad = 0
-        for sid in ns.ids or builtin_scene_ids():
-            report = scene_generator.check_scene(load_scene(sid))
-            bad += bool(report["problems"])
-            print(f"{sid}: {report}")
-        return 1 if bad else 0
+# ------------------------------------------------------------------ scenes
+def _scenes_list(ns: argparse.Namespace) -> int:
     for sid in builtin_scene_ids():
         s = load_scene(sid)
         print(f"{sid}: {s.name} ({len(s.rooms)} rooms, {len(s.furniture)} furniture, {len(s.doors())} doors)")
     return 0
 
 
-def _motions(ns: argparse.Namespace) -> int:
-    root = Path(ns.library)
-    if ns.what == "build":
-        library.build(root, seed=ns.seed)
-        return 0
-    lib = library.Library(root)
-    if ns.what == "validate":
-        report = validate_library(lib)
-        print(f"[validate] {report.checked} clips, {len(lib.manifest.get('dyadic', []))} dyadic sequences checked")
-        for reason, n in report.failures.most_common():
-            print(f"  FAIL {reason}: {n} clips, e.g. {report.examples[reason]}")
-        if report.ok:
-            slide = max(report.measures.get("foot_slide", [0.0]))
-            print(f"[validate] all checks passed (largest planted-foot speed {slide:.3f} m/s)")
-        return 0 if report.ok else 1
-    if ns.what == "stats":
-        res = library_stats(lib)
-        ok = all(c["holds"] for c in res["checks"]) and 0.7 <= res["macro_f1"] <= 0.97
-        return 0 if ok else 1
-    if ns.what == "import-bvh":
-        jm = read_joint_map(Path(ns.joint_map)) if ns.joint_map else None
-        motions, skipped = [], []
-        for i, f in enumerate(ns.files):
-            emotion = ns.import_emotion or label_from_name(Path(f))
-            if emotion is None:
-                skipped.append(f)
-                continue
-            motions.append(import_bvh(Path(f), emotion, ns.import_action, ns.performer or Path(f).stem[:3], i + 1,
-                                      up=ns.up, units=ns.units, joint_map=jm))
-        library.add_motions(root, motions)
-        print(f"[import-bvh] added {len(motions)} clips to {root}; skipped {len(skipped)} outside the five classes")
-        return 0
-    if ns.what == "export-bvh":
-        if not ns.files:
-            raise AffectSimError("export-bvh needs a motion id (positional)")
-        out = Path(ns.out) / f"{ns.files[0]}.bvh"
-        export_bvh(lib.load(ns.files[0]), out)
-        print(f"[export-bvh] {out}")
-        return 0
-    if ns.what == "preview":
-        if ns.files:  # a motion id
-            mid = ns.files[0]
-        else:
-            sel = [e for e in lib.select(emotion=ns.emotion, action=ns.action) if e["family"] != "evolving"
-                   and (ns.performer is None or e["performer"] == ns.performer)]
-            if not sel:
-                raise AffectSimError(f"no clip with emotion={ns.emotion!r} action={ns.action!r} in {root}")
-            mid = sel[0]["id"]
-        png, gif = write_preview(lib.load(mid), Path(ns.out))
-        print(f"[preview] {png}\n[preview] {gif}")
-        return 0
-    raise AffectSimError(f"motions {ns.what!r} is unknown")
-
-
-def _train(ns: argparse.Namespace) -> int:
-    sizes = {}
-    for split in SPLITS:
-        text = getattr(ns, f"{split}_episodes")
-        try:
-            tiers = tuple(int(t) for t in str(text).split("+"))
-        except ValueError:
-            tiers = ()
-        if not tiers or tiers[0] < 20 or min(tiers) < 1:
-            raise InvalidInput(f"--{split}-episodes", text, "episode counts joined by '+' (tiers), the first at least 20")
-        sizes[split] = tiers
-    train(ns.recognizer, ns.seed, subset=sizes)
+def _scenes_build(ns: argparse.Namespace) -> int:
+    scene_generator.build_scenes(seed=ns.seed)
     return 0
 
 
-def _dataset(ns: argparse.Namespace) -> int:
-    root = Path(ns.out)
-    if ns.what == "build":
-        dbuild.build_dataset(root, seed=ns.seed, scale=ns.scale)
-        return 0
-    if ns.what == "validate":
-        rep = inspect.validate_dataset(root)
-        print(f"[validate] {rep['episodes']} episodes: {rep['counts']}")
-        c = rep["dyadic_context"]
-        if c["macro_f1"] is not None:
-            print(f"[validate] dyadic context-only classifier (train {c['train']}, test {c['test']} episodes): "
-                  f"Macro-F1 {c['macro_f1']:.3f} (at most {MAX_CONTEXT_F1}; chance 0.20)")
-        for why, n in sorted(rep["problems"].items(), key=lambda kv: -kv[1]):
-            print(f"  FAIL {why}: {n} (e.g. {rep['examples'].get(why, '-')})")
-        if not rep["problems"]:
-            print("[validate] all checks passed")
-        return 0 if not rep["problems"] else 1
-    if ns.what == "stats":
-        inspect.dataset_stats(root, Path(ns.png))
-        return 0
-    if ns.what == "fingerprint":
-        return 1 if fingerprint.check(update=ns.update) else 0
-    if ns.what in ("show", "counterfactual"):
-        if not ns.episode:
-            raise AffectSimError(f"dataset {ns.what} needs an EPISODE_ID")
-        ep = inspect.find_episode(ns.episode, root)
-        if ns.what == "counterfactual":
-            ep = inspect.counterfactual(ep, ns.emotion, Library())
-            d = ep.to_dict()
-            print(json.dumps({k: d[k] for k in ("episode_id", "counterfactual_of", "emotion", "humans")}, indent=1))
-        out = inside(Path("results/episodes"), ep.episode_id, ".png", "episode_id")
-        print(f"[dataset] {inspect.show_episode(ep, out)}")
-        return 0
-    raise AffectSimError(f"dataset {ns.what!r} is unknown")
+def _scenes_preview(ns: argparse.Namespace) -> int:
+    for sid in ns.ids or [f"scene_{i:03d}" for i in range(3)]:
+        print(f"[scenes] {scene_generator.preview_scene(load_scene(sid), Path(ns.out) / f'{sid}.png')}")
+    return 0
 
 
-def _params(ns: argparse.Namespace) -> int:
-    text = parameter_file_text()
-    if ns.what == "write":
-        PARAMS_FILE.write_text(text)
-        print(f"[params] {PARAMS_FILE}")
-        return 0
-    if PARAMS_FILE.read_text() != text:
+def _scenes_check(ns: argparse.Namespace) -> int:
+    bad = 0
+    for sid in ns.ids or builtin_scene_ids():
+        report = scene_generator.check_scene(load_scene(sid))
+        bad += bool(report["problems"])
+        print(f"{sid}: {report}")
+    return 1 if bad else 0
+
+
+# ------------------------------------------------------------------ motions
+def _motions_build(ns: argparse.Namespace) -> int:
+    library.build(Path(ns.library), seed=ns.seed)
+    return 0
+
+
+def _motions_validate(ns: argparse.Namespace) -> int:
+    lib = library.Library(Path(ns.library))
+    report = validate_library(lib)
+    print(f"[validate] {report.checked} clips, {len(lib.manifest.get('dyadic', []))} dyadic sequences checked")
+    for reason, n in report.failures.most_common():
+        print(f"  FAIL {reason}: {n} clips, e.g. {report.examples[reason]}")
+    if report.ok:
+        slide = max(report.measures.get("foot_slide", [0.0]))
+        print(f"[validate] all checks passed (largest planted-foot speed {slide:.3f} m/s)")
+    return 0 if report.ok else 1
+
+
+def _motions_stats(ns: argparse.Namespace) -> int:
+    res = library_stats(library.Library(Path(ns.library)))
+    ok = all(c["holds"] for c in res["checks"]) and 0.7 <= res["macro_f1"] <= 0.97
+    return 0 if ok else 1
+
+
+def _motions_import_bvh(ns: argparse.Namespace) -> int:
+    root = Path(ns.library)
+    jm = read_joint_map(Path(ns.joint_map)) if ns.joint_map else None
+    motions, skipped = [], []
+    for i, f in enumerate(ns.files):
+        emotion = ns.import_emotion or label_from_name(Path(f))
+        if emotion is None:
+            skipped.append(f)
+            continue
+        motions.append(import_bvh(Path(f), emotion, ns.import_action, ns.performer or Path(f).stem[:3], i + 1,
+                                  up=ns.up, units=ns.units, joint_map=jm))
+    library.add_motions(root, motions)
+    print(f"[import-bvh] added {len(motions)} clips to {root}; skipped {len(skipped)} outside the five classes")
+    return 0
+
+
+def _motions_export_bvh(ns: argparse.Namespace) -> int:
+    out = Path(ns.out) / f"{ns.motion_id}.bvh"
+    export_bvh(library.Library(Path(ns.library)).load(ns.motion_id), out)
+    print(f"[export-bvh] {out}")
+    return 0
+
+
+def _motions_preview(ns: argparse.Namespace) -> int:
+    lib = library.Library(Path(ns.library))
+    mid = ns.motion_id
+    if not mid:
+        sel = [e for e in lib.select(emotion=ns.emotion, action=ns.action) if e["family"] != "evolving"
+               and (ns.performer is None or e["performer"] == ns.performer)]
+        if not sel:
+            raise AffectSimError(f"no clip with emotion={ns.emotion!r} action={ns.action!r} in {ns.library}")
+        mid = sel[0]["id"]
+    png, gif = write_preview(lib.load(mid), Path(ns.out))
+    print(f"[preview] {png}\n[preview] {gif}")
+    return 0
+
+
+# ------------------------------------------------------------------ train
+def _tiers(split: str):
+    """argparse type of ``--SPLIT-episodes``: episode counts joined by '+', the first at least 20."""
+
+    def parse(text: str) -> tuple[int, ...]:
+        try:
+            tiers = tuple(int(t) for t in text.split("+"))
+        except ValueError:
+            tiers = ()
+        if not tiers or tiers[0] < 20 or min(tiers) < 1:
+            raise argparse.ArgumentTypeError(f"{text!r} is invalid; expected episode counts joined by '+' (tiers), "
+                                              "the first at least 20")
+        return tiers
+
+    parse.__name__ = f"{split}_episodes"
+    return parse
+
+
+def _train(ns: argparse.Namespace) -> int:
+    train(ns.recognizer, ns.seed, subset={split: getattr(ns, f"{split}_episodes") for split in SPLITS})
+    return 0
+
+
+# ------------------------------------------------------------------ dataset
+def _dataset_build(ns: argparse.Namespace) -> int:
+    dbuild.build_dataset(Path(ns.out), seed=ns.seed, scale=ns.scale)
+    return 0
+
+
+def _dataset_validate(ns: argparse.Namespace) -> int:
+    rep = inspect.validate_dataset(Path(ns.out))
+    print(f"[validate] {rep['episodes']} episodes: {rep['counts']}")
+    c = rep["dyadic_context"]
+    if c["macro_f1"] is not None:
+        print(f"[validate] dyadic context-only classifier (train {c['train']}, test {c['test']} episodes): "
+              f"Macro-F1 {c['macro_f1']:.3f} (at most {MAX_CONTEXT_F1}; chance 0.20)")
+    for why, n in sorted(rep["problems"].items(), key=lambda kv: -kv[1]):
+        print(f"  FAIL {why}: {n} (e.g. {rep['examples'].get(why, '-')})")
+    if not rep["problems"]:
+        print("[validate] all checks passed")
+    return 0 if not rep["problems"] else 1
+
+
+def _dataset_stats(ns: argparse.Namespace) -> int:
+    inspect.dataset_stats(Path(ns.out), Path(ns.png))
+    return 0
+
+
+def _dataset_fingerprint(ns: argparse.Namespace) -> int:
+    return 1 if fingerprint.check(update=ns.update) else 0
+
+
+def _dataset_show(ns: argparse.Namespace) -> int:
+    ep = inspect.find_episode(ns.episode, Path(ns.out))
+    out = inside(Path("results/episodes"), ep.episode_id, ".png", "episode_id")
+    print(f"[dataset] {inspect.show_episode(ep, out)}")
+    return 0
+
+
+def _dataset_counterfactual(ns: argparse.Namespace) -> int:
+    ep = inspect.counterfactual(inspect.find_episode(ns.episode, Path(ns.out)), ns.emotion, Library())
+    d = ep.to_dict()
+    print(json.dumps({k: d[k] for k in ("episode_id", "counterfactual_of", "emotion", "humans")}, indent=1))
+    out = inside(Path("results/episodes"), ep.episode_id, ".png", "episode_id")
+    print(f"[dataset] {inspect.show_episode(ep, out)}")
+    return 0
+
+
+# ------------------------------------------------------------------ params
+def _params_write(ns: argparse.Namespace) -> int:
+    PARAMS_FILE.write_text(parameter_file_text())
+    print(f"[params] {PARAMS_FILE}")
+    return 0
+
+
+def _params_check(ns: argparse.Namespace) -> int:
+    if PARAMS_FILE.read_text() != parameter_file_text():
         print(f"[params] {PARAMS_FILE} differs from the nodes' declarations: run `affectsim params write`",
               file=sys.stderr)
         return 1
@@ -291,10 +327,70 @@ def _params(ns: argparse.Namespace) -> int:
     return 0
 
 
+# ------------------------------------------------------------------ the parser
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Every option's help ends with its default: ``(default: VALUE)`` is added where the help does
+    not state one itself (an option defaulting to None or a flag states what that means in words)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (action.option_strings and "default" not in text  # identity: 0 and 0.0 == False are defaults
+                and not any(action.default is d for d in (None, False, argparse.SUPPRESS))):
+            text += " (default: %(default)s)"
+        return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every (sub)command's parser: no abbreviated options (``--work`` must not be taken for
+    ``--workers``), and a usage error is one line naming the command, exit status 2."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class _SubParser(_Parser):
+    """A sub-command's parser refuses what it does not take itself, so the error names the command
+    (the top-level parser would only say ``affectsim: error: unrecognized arguments``)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        ns, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns, extras
+
+
+def _command(sub, name: str, help: str, fn=None, **kwargs) -> argparse.ArgumentParser:
+    """Sub-command ``name``: its ``--help`` starts with ``help``; ``fn(ns)`` runs it."""
+    p = sub.add_parser(name, help=help, description=help, **kwargs)
+    if fn is not None:
+        p.set_defaults(fn=fn)
+    return p
+
+
+def _commands(p: argparse.ArgumentParser, dest: str, metavar: str | None = None):
+    return p.add_subparsers(dest=dest, required=True, metavar=metavar, parser_class=_SubParser)
+
+
+MOTIONS_DIR = Path(__file__).resolve().parents[1] / "data" / "motions"
+EPISODES_DIR = Path(__file__).resolve().parents[1] / "data" / "episodes"
+SEED = integer(0)
+
+
+def _library(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--library", default=str(MOTIONS_DIR), metavar="DIR", help="the motion library's directory")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="affectsim", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", required=True)
-    la = sub.add_parser("launch", help="run a node graph (like ros2 launch) with DDS on loopback")
+    """The ``affectsim`` parser: each (sub-)sub-command has exactly the options its function reads."""
+    p = _Parser(prog="affectsim", description=__doc__)
+    sub = _commands(p, "command")
+
+    la = _command(sub, "launch", "run a node graph (like ros2 launch) with DDS on loopback", _launch)
     la.add_argument("graph", choices=list(GRAPHS),
                     help="bench: the stack plus the evaluator (runs the benchmark, writes the report, exits); "
                          "stack: bridge, nav and perception only; robot: nav and perception on a robot's own "
@@ -302,110 +398,160 @@ def build_parser() -> argparse.ArgumentParser:
     la.add_argument("args", nargs="*", help="launch arguments name:=value (scene, mode, execution, real_time_factor, "
                                             "backend, *_topic remappings, ...)")
     la.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID (default: a fresh one per run)")
-    la.add_argument("--params-file", default=None, help="YAML parameter file (default: config/bench.yaml)")
-    la.set_defaults(fn=_launch)
-    to = sub.add_parser("tour", help="drive a scripted tour over ROS and write a contact sheet")
-    to.add_argument("--out", default="results/tour")
-    to.add_argument("--scene", default="test_apartment")
-    to.add_argument("--x", type=float, default=1.0)
-    to.add_argument("--y", type=float, default=2.5)
-    to.add_argument("--yaw", type=float, default=0.0)
-    to.add_argument("--library", default=str(Path(__file__).resolve().parents[1] / "data" / "motions"),
+    la.add_argument("--params-file", default=None, metavar="YAML",
+                    help="parameter file of the nodes (default: config/bench.yaml)")
+
+    to = _command(sub, "tour", "drive a scripted tour over ROS and write a contact sheet", _tour)
+    to.add_argument("--out", default="results/tour", metavar="DIR", help="directory of the frames and contact sheet")
+    to.add_argument("--scene", default="test_apartment", help="scene id (affectsim scenes list)")
+    to.add_argument("--x", type=number(unit="m"), default=1.0, help="start x in the map frame, m")
+    to.add_argument("--y", type=number(unit="m"), default=2.5, help="start y in the map frame, m")
+    to.add_argument("--yaw", type=number(unit="rad"), default=0.0, help="start heading, rad")
+    to.add_argument("--library", default=str(MOTIONS_DIR), metavar="DIR",
                     help="motion library for the people in the scene (static people if not built)")
-    to.set_defaults(fn=_tour)
-    be = sub.add_parser("bench", help="benchmarks that print measured ratios (affectsim bench NAME --help)")
-    benches = be.add_subparsers(dest="bench", required=True, metavar="NAME")
+
+    be = _command(sub, "bench", "benchmarks that print measured ratios (affectsim bench NAME --help)")
+    benches = _commands(be, "bench", "NAME")
     for name, b in ((n, load_benches().get(n)) for n in load_benches().names()):
-        bp = benches.add_parser(name, help=b.help, description=b.help)
-        b.add_arguments(bp)
-        bp.set_defaults(fn=b)
-    ob = sub.add_parser("observe", help="one acquisition on the robot on the graph: every recognizer's prediction, "
-                                        "stored with --label in --out (robot sessions give the same report)")
+        b.add_arguments(_command(benches, name, b.help, b))
+
+    ob = _command(sub, "observe", "one acquisition on the robot on the graph: every recognizer's prediction, "
+                                  "stored with --label in --out (robot sessions give the same report)", _observe)
     ob.add_argument("args", nargs="*", help="the robot's topic names, as for launch robot (depth_topic:=/x, ...)")
-    ob.add_argument("--label", choices=EMOTIONS, default=None, help="the emotion the person expresses (to store)")
-    ob.add_argument("--out", default=None, help="run directory (results.sqlite; needs --label)")
-    ob.add_argument("--episode-id", default=None, help="default: robot_<date>_<time>")
-    ob.add_argument("--clip-frames", type=int, default=32, help="frames per clip at 4 Hz (8..2400; 8 are recognised)")
+    ob.add_argument("--label", choices=EMOTIONS, default=None,
+                    help="the emotion the person expresses, to store (default: none, nothing stored)")
+    ob.add_argument("--out", default=None, metavar="RUN",
+                    help="run directory (results.sqlite; needs --label; default: none, nothing stored)")
+    ob.add_argument("--episode-id", default=None, help="id of the stored record (default: robot_<date>_<time>)")
+    ob.add_argument("--clip-frames", type=int, default=32, help="frames per clip at 4 Hz, 8..2400 (8 are recognised)")
     ob.add_argument("--policy", default=None, help="A-Obs policy (default: the nav node's)")
-    ob.add_argument("--target-description", default=None, help="clothing of the person, e.g. 'red top, grey trousers'")
+    ob.add_argument("--target-description", default=None,
+                    help="clothing of the person, e.g. 'red top, grey trousers' (default: none)")
     ob.add_argument("--domain-id", type=int, default=None, help="ROS_DOMAIN_ID of the robot's graph (default: inherited)")
-    ob.add_argument("--max-actions", type=int, default=0, help="A-Obs action budget (default 0: the protocol's 480)")
-    ob.add_argument("--timeout", type=float, default=600.0, help="seconds any step may take")
-    ob.set_defaults(fn=_observe)
-    ev = sub.add_parser("eval", help="run the benchmark in-process into a results store (resumes a killed run)")
-    ev.add_argument("--split", choices=SPLITS, default="test")
-    ev.add_argument("--episodes", type=int, default=0, help="stratified subset size (default 0: the whole split)")
-    ev.add_argument("--ids", default=None, help="comma-separated episode ids instead of a subset")
-    ev.add_argument("--seed", type=int, default=0, help="seed of the subset")
-    ev.add_argument("--recognizers", default=None, help="comma-separated (default: every shipped one)")
-    ev.add_argument("--policy", default="baseline", choices=POLICIES.names())
-    ev.add_argument("--backend", default=DEFAULT_BACKEND, choices=BACKENDS.names())
+    ob.add_argument("--max-actions", type=int, default=0,
+                    help=f"A-Obs action budget, actions (default: %(default)s, the protocol's {MAX_ACTIONS})")
+    ob.add_argument("--timeout", type=float, default=600.0, help="s any step may take, 1..86400")
+
+    ev = _command(sub, "eval", "run the benchmark in-process into a results store (resumes a killed run)", _eval)
+    ev.add_argument("--split", choices=SPLITS, default="test", help="dataset split")
+    ev.add_argument("--episodes", type=int, default=0,
+                    help="stratified subset size, episodes (default: %(default)s, the whole split)")
+    ev.add_argument("--ids", default=None, help="comma-separated episode ids instead of a subset (default: none)")
+    ev.add_argument("--seed", type=SEED, default=0, help="seed of the subset")
+    ev.add_argument("--recognizers", default=",".join(DEFAULT_RECOGNIZERS),
+                    help="comma-separated (default: every shipped one, %(default)s)")
+    ev.add_argument("--policy", default="baseline", choices=POLICIES.names(), help="A-Obs policy")
+    ev.add_argument("--backend", default=DEFAULT_BACKEND, choices=BACKENDS.names(), help="renderer")
     ev.add_argument("--humans", default="scripted", choices=HUMANS_MODES,
                     help="scripted: people replay their motion (the paper's protocol); reactive: they notice the "
                          "robot and respond according to their emotion (docs/reactive_humans.md)")
+    # append: a list default would be extended, not replaced; None resolves to the paper's families in _eval
     ev.add_argument("--family", action="append", choices=FAMILIES, default=None,
-                    help="episode family of the subset or split (repeat for several; default: the paper's three; "
-                         "evolving: emotions that change within the episode, docs/affect.md)")
-    ev.add_argument("--max-actions", type=int, default=MAX_ACTIONS)
-    ev.add_argument("--max-planner-calls", type=int, default=MAX_PLANNER_CALLS)
-    ev.add_argument("--data", default=None, help="directory with motions/, scenes/, episodes/ (default: data/)")
-    ev.add_argument("--out", default="results/eval", help="run directory (an existing run there is resumed)")
-    ev.add_argument("--workers", type=int, default=2, help="worker processes on this machine")
+                    help="episode family of the subset or split, repeat for several (default: the paper's three, "
+                         f"{', '.join(PAPER_FAMILIES)}; evolving: emotions that change within the episode, "
+                         "docs/affect.md)")
+    ev.add_argument("--max-actions", type=int, default=MAX_ACTIONS, help="A-Obs action budget per episode, actions")
+    ev.add_argument("--max-planner-calls", type=int, default=MAX_PLANNER_CALLS,
+                    help="A-Obs planner calls per episode, calls")
+    ev.add_argument("--data", default=None, metavar="DIR",
+                    help="directory with motions/, scenes/, episodes/ (default: data/)")
+    ev.add_argument("--out", default="results/eval", metavar="RUN", help="run directory (an existing run is resumed)")
+    ev.add_argument("--workers", type=positive_int, default=2, help="worker processes on this machine")
     ev.add_argument("--ray", default=None, metavar="ADDRESS",
-                    help="shard over a Ray cluster (e.g. 127.0.0.1:6379, or 'local' for a private one on 127.0.0.1)")
+                    help="shard over a Ray cluster, e.g. 127.0.0.1:6379, or 'local' for a private one on 127.0.0.1 "
+                         "(default: none, local worker processes)")
     ev.add_argument("--retry-failed", action="store_true", help="re-run episodes recorded as failed")
     ev.add_argument("--allow-dataset-mismatch", action="store_true",
                     help="run although a checkpoint was trained on another dataset version (the report states it)")
     ev.add_argument("--no-report", action="store_true", help="do not write report.md at the end")
-    ev.set_defaults(fn=_eval)
-    rp = sub.add_parser("report", help="write RUN/report.md (tables, figures, validity) from a run's results store")
-    rp.add_argument("run", help="run directory with results.sqlite")
-    rp.set_defaults(fn=_report)
-    mo = sub.add_parser("motions", help="build, validate, inspect and preview the affective motion library")
-    mo.add_argument("what", choices=["build", "validate", "stats", "preview", "import-bvh", "export-bvh"])
-    mo.add_argument("files", nargs="*", help="import-bvh: BVH files; export-bvh, preview: one motion id")
-    mo.add_argument("--import-emotion", choices=EMOTIONS, default=None,
-                    help="import-bvh: label of all files (default: from KDAE file names, e.g. F01A0V1.bvh)")
-    mo.add_argument("--import-action", default="standing", choices=SOLO_ACTIONS)
-    mo.add_argument("--joint-map", default=None, help="import-bvh: JSON {source joint: avatar point}")
-    mo.add_argument("--up", choices=["y", "z"], default="y", help="import-bvh: the file's up axis")
-    mo.add_argument("--units", type=float, default=0.01, help="import-bvh: metres per file unit (cm: 0.01)")
-    mo.add_argument("--library", default=str(Path(__file__).resolve().parents[1] / "data" / "motions"))
-    mo.add_argument("--seed", type=int, default=0, help="build: library seed")
-    mo.add_argument("--emotion", choices=EMOTIONS, default="happy")
-    mo.add_argument("--action", choices=SOLO_ACTIONS, default="walk")
-    mo.add_argument("--performer", default=None)
-    mo.add_argument("--out", default="results/previews")
-    mo.set_defaults(fn=_motions)
-    ds = sub.add_parser("dataset", help="compose, validate and inspect the episode dataset")
-    ds.add_argument("what", choices=["build", "validate", "stats", "show", "counterfactual", "fingerprint"])
-    ds.add_argument("episode", nargs="?", help="show / counterfactual: EPISODE_ID")
-    ds.add_argument("--emotion", choices=EMOTIONS, default="happy",
-                    help="counterfactual: the emotion swapped in")
-    ds.add_argument("--png", default="results/dataset_stats.png", help="stats: figure path")
-    ds.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "data" / "episodes"))
-    ds.add_argument("--seed", type=int, default=0)
-    ds.add_argument("--scale", type=float, default=1.0, help="fraction of the paper's episode counts (1.0: 27,647)")
-    ds.add_argument("--update", action="store_true", help="fingerprint: record the build as the new reference")
-    ds.set_defaults(fn=_dataset)
-    tr = sub.add_parser("train", help="train a recognizer on the train split (select on val) and write its checkpoint")
-    tr.add_argument("recognizer", choices=TRAINABLE)
-    tr.add_argument("--seed", type=int, default=0)
 
+    rp = _command(sub, "report", "write RUN/report.md (tables, figures, validity) from a run's results store", _report)
+    rp.add_argument("run", help="run directory with results.sqlite")
+
+    mo = _command(sub, "motions", "build, validate, inspect and preview the affective motion library")
+    mos = _commands(mo, "what")
+    m = _command(mos, "build", "compose the motion library", _motions_build)
+    _library(m)
+    m.add_argument("--seed", type=SEED, default=0, help="library seed")
+    _library(_command(mos, "validate", "check every clip of the library (exit 1 with reasons)", _motions_validate))
+    _library(_command(mos, "stats", "feature table, documented directions, held-out classifier", _motions_stats))
+    m = _command(mos, "preview", "front, side and rear views of one clip (PNG and GIF)", _motions_preview)
+    m.add_argument("motion_id", nargs="?", default=None, metavar="MOTION_ID",
+                   help="the clip (default: the first of --emotion, --action, --performer)")
+    _library(m)
+    m.add_argument("--emotion", choices=EMOTIONS, default="happy", help="emotion of the clip (without MOTION_ID)")
+    m.add_argument("--action", choices=SOLO_ACTIONS, default="walk", help="action of the clip (without MOTION_ID)")
+    m.add_argument("--performer", default=None, help="performer of the clip, e.g. AG03 (default: any)")
+    m.add_argument("--out", default="results/previews", metavar="DIR", help="directory of the previews")
+    m = _command(mos, "import-bvh", "retarget BVH files to the avatar and add them to the library", _motions_import_bvh)
+    m.add_argument("files", nargs="+", metavar="FILE", help="BVH files")
+    _library(m)
+    m.add_argument("--import-emotion", choices=EMOTIONS, default=None,
+                   help="label of all files (default: from KDAE file names, e.g. F01A0V1.bvh; others are skipped)")
+    m.add_argument("--import-action", default="standing", choices=SOLO_ACTIONS, help="action of all files")
+    m.add_argument("--joint-map", default=None, metavar="JSON",
+                   help="JSON {source joint: avatar point} (default: Mixamo/CMU/KDAE-style names)")
+    m.add_argument("--up", choices=["y", "z"], default="y", help="the files' up axis")
+    m.add_argument("--units", type=number(0.0, unit="m", lo_open=True), default=0.01,
+                   help="m per file unit (cm: 0.01)")
+    m.add_argument("--performer", default=None, help="performer id (default: the first 3 characters of the file name)")
+    m = _command(mos, "export-bvh", "write one clip as a BVH file", _motions_export_bvh)
+    m.add_argument("motion_id", metavar="MOTION_ID", help="the clip")
+    _library(m)
+    m.add_argument("--out", default="results/previews", metavar="DIR", help="directory of MOTION_ID.bvh")
+
+    ds = _command(sub, "dataset", "compose, validate and inspect the episode dataset")
+    dss = _commands(ds, "what")
+
+    def episodes_dir(p: argparse.ArgumentParser, what: str) -> None:
+        p.add_argument("--out", default=str(EPISODES_DIR), metavar="DIR", help=f"the episodes' directory{what}")
+
+    d = _command(dss, "build", "compose the episodes from the motion library and the scenes", _dataset_build)
+    episodes_dir(d, ", written")
+    d.add_argument("--seed", type=SEED, default=0, help="dataset seed")
+    d.add_argument("--scale", type=number(0.0, lo_open=True), default=1.0,
+                   help="fraction of the paper's episode counts (1.0: 27,647 episodes)")
+    episodes_dir(_command(dss, "validate", "check every episode (exit 1 with reasons)", _dataset_validate), "")
+    d = _command(dss, "stats", "per-split statistics and a figure", _dataset_stats)
+    episodes_dir(d, "")
+    d.add_argument("--png", default="results/dataset_stats.png", metavar="FILE", help="figure path")
+    d = _command(dss, "show", "one episode's views, map and measures as a PNG in results/episodes", _dataset_show)
+    d.add_argument("episode", metavar="EPISODE_ID", help="the episode")
+    episodes_dir(d, "")
+    d = _command(dss, "counterfactual", "one episode with another emotion swapped in, shown as for show",
+                 _dataset_counterfactual)
+    d.add_argument("episode", metavar="EPISODE_ID", help="the episode")
+    episodes_dir(d, "")
+    d.add_argument("--emotion", choices=EMOTIONS, default="happy", help="the emotion swapped in")
+    d = _command(dss, "fingerprint", "CI: rebuild motions, scenes and a 0.05-scale dataset, compare hashes "
+                                     "(exit 1 on a difference)", _dataset_fingerprint)
+    d.add_argument("--update", action="store_true", help="record the build as the new reference")
+
+    tr = _command(sub, "train", "train a recognizer on the train split (select on val) and write its checkpoint",
+                  _train)
+    tr.add_argument("recognizer", choices=TRAINABLE, help="the recognizer")
+    tr.add_argument("--seed", type=SEED, default=0, help="training seed")
     for split, tiers in SUBSET.items():
-        tr.add_argument(f"--{split}-episodes", default="+".join(map(str, tiers)),
-                        help=f"{split} episodes rendered (two views each), as tiers N[+N...]: each a stratified "
-                             f"draw from what earlier tiers left{'; test: report only' if split == 'test' else ''}")
-    tr.set_defaults(fn=_train)
-    pa = sub.add_parser("params", help="write or check config/bench.yaml against the nodes' parameter declarations")
-    pa.add_argument("what", choices=["write", "check"])
-    pa.set_defaults(fn=_params)
-    sc = sub.add_parser("scenes", help="scene utilities")
-    sc.add_argument("what", choices=["list", "build", "preview", "check"])
-    sc.add_argument("ids", nargs="*", help="preview/check: scene ids (default: first three / built-ins)")
-    sc.add_argument("--seed", type=int, default=0)
-    sc.add_argument("--out", default="results/scenes")
-    sc.set_defaults(fn=_scenes)
+        tr.add_argument(f"--{split}-episodes", type=_tiers(split), default=tiers, metavar="N[+N...]",
+                        help=f"{split} episodes rendered (two views each), as tiers: each a stratified draw from what "
+                             f"earlier tiers left{'; test: report only' if split == 'test' else ''} (default: "
+                             f"{'+'.join(map(str, tiers))})")
+
+    pa = _command(sub, "params", "write or check config/bench.yaml against the nodes' parameter declarations")
+    pas = _commands(pa, "what")
+    _command(pas, "write", "write config/bench.yaml from the nodes' declarations", _params_write)
+    _command(pas, "check", "exit 1 when config/bench.yaml differs from the nodes' declarations", _params_check)
+
+    sc = _command(sub, "scenes", "scene utilities")
+    scs = _commands(sc, "what")
+    _command(scs, "list", "the built-in scenes", _scenes_list)
+    s = _command(scs, "build", "generate and check the scenes into data/scenes", _scenes_build)
+    s.add_argument("--seed", type=SEED, default=0, help="scene seed")
+    s = _command(scs, "preview", "a top-down PNG per scene", _scenes_preview)
+    s.add_argument("ids", nargs="*", metavar="ID", help="scene ids (default: scene_000 to scene_002)")
+    s.add_argument("--out", default="results/scenes", metavar="DIR", help="directory of the previews")
+    s = _command(scs, "check", "reachability, interpenetration, navigable area (exit 1 on a problem)", _scenes_check)
+    s.add_argument("ids", nargs="*", metavar="ID", help="scene ids or files (default: the built-ins)")
     return p
 
 
