@@ -94,7 +94,8 @@ def table(res: dict) -> str:
 def _arguments(p) -> None:
     add_out(p)
     add_dataset_options(p, episodes=100, workers=2)
-    p.add_argument("--work", type=Path, default=None, help="directory of the two runs (resumed)")
+    p.add_argument("--work", type=Path, default=None, metavar="DIR",
+                   help="directory of the two runs, resumed (default: results/bench_evolving)")
     p.add_argument("--in-process-only", action="store_true", help="skip the graph run")
 
 

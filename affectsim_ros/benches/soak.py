@@ -317,9 +317,12 @@ def _sockets(pids: set[int]) -> list[str]:
     return [" ".join(line.split()) for line in out.splitlines() if any(f"pid={p}," in line for p in pids)]
 
 
-def run(out: Path | None = None, minutes: float = 60.0, data: Path = DATA_DIR, log=print) -> dict:
+DEFAULT_OUT = Path("results/bench_soak.json")
+
+
+def run(out: Path = DEFAULT_OUT, minutes: float = 60.0, data: Path = DATA_DIR, log=print) -> dict:
     """Cycles of a hostile round and a lockstep block for ``minutes``; the tallies, RSS and slopes."""
-    out = Path(out) if out else Path("results/bench_soak.json")
+    out = Path(out)
     logs = out.with_suffix("") / "logs"
     rng = np.random.default_rng(0)
     rounds, lock_s, run_s = 0, 0.0, 0.0
@@ -408,7 +411,7 @@ def _minutes(text: str) -> float:
 
 
 def _arguments(p) -> None:
-    add_out(p, "tallies, RSS samples and slopes")
+    add_out(p, "tallies, RSS samples and slopes", default=DEFAULT_OUT)
     p.add_argument("--minutes", type=_minutes, default=60.0,
                    help="minutes of cycles (a hostile round, then as long a lockstep block; default 60)")
 
