@@ -40,6 +40,9 @@ from affectsim_eval.store import ResultsStore
 from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.benches import add_dataset_options, add_out, add_runs_options, bench, conditions_of, positive_int
 
+# s, the evaluator's request timeout in continuous time: an acquisition that spends its 480-action budget
+# takes ~500 s of sim time, more wall time when the machine cannot keep the pace (600 s timed out, load 7)
+FREE_RUN_TIMEOUT_S = 3600.0
 TABLE6_COLUMNS = ("handoff_pct", "mean_path_m", "path_before_handoff_pct", "budget_exhausted_pct", "clipped_pct")
 
 
@@ -62,8 +65,10 @@ def _records(run: Path) -> dict[str, EpisodeRecord]:
 def _run(run: Path, ids: list[str], args: dict[str, str], bridge: dict, log) -> float:
     t0 = time.perf_counter()
     args = {**args, "episodes": "0", "episode_ids": ",".join(ids), "output_dir": str(run)}
-    with GraphProcesses("bench", args=args,
-                        extra_params={"bridge": bridge} if bridge else None, log_dir=run / "logs") as g:
+    extra: dict[str, dict] = {"bridge": bridge} if bridge else {}
+    if args.get("mode") == "free_run":
+        extra["evaluator"] = {"timeout_s": FREE_RUN_TIMEOUT_S}
+    with GraphProcesses("bench", args=args, extra_params=extra or None, log_dir=run / "logs") as g:
         while g.poll()["evaluator"] is None:
             time.sleep(0.5)
         code = g.poll()["evaluator"]
