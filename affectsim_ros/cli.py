@@ -8,7 +8,7 @@
   affectsim report RUN                                       RUN/report.md with the paper's tables and figures
   affectsim launch robot [execution:=cmd_vel] [*_topic:=..]  nav and perception on a robot's own topics
   affectsim observe [--label EMOTION] [--out RUN]            one acquisition on the robot on the graph, stored
-  affectsim train RECOGNIZER [--seed 0]                      train pose-temporal | rgb-clip | committee | majority
+  affectsim train RECOGNIZER [--seed 0]                      train a recognizer that has a trainer (TRAINERS)
   affectsim dataset build | validate | stats | fingerprint     compose, check, describe the episodes; CI hash check
   affectsim scenes list                                      built-in scenes
   affectsim params write | check                             config/bench.yaml from the nodes' declarations
@@ -48,7 +48,7 @@ from affectsim_eval.dataset import fingerprint, inspect
 from affectsim_eval.dataset.context import MAX_CONTEXT_F1
 from affectsim_eval.report import write_report
 from affectsim_eval.runner import run_eval
-from affectsim_eval.train import SUBSET, TRAINABLE, train
+from affectsim_eval.train import SUBSET, TRAINERS, train
 from affectsim_nav.nav_node import MAX_GOAL_COUNT
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS
@@ -389,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
     ds.add_argument("--update", action="store_true", help="fingerprint: record the build as the new reference")
     ds.set_defaults(fn=_dataset)
     tr = sub.add_parser("train", help="train a recognizer on the train split (select on val) and write its checkpoint")
-    tr.add_argument("recognizer", choices=TRAINABLE)
+    tr.add_argument("recognizer", choices=TRAINERS.names())
     tr.add_argument("--seed", type=int, default=0)
 
     for split, tiers in SUBSET.items():
@@ -411,7 +411,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        load_plugins()  # users' plugins are valid choices of --policy, --recognizers, --backend
+        load_plugins()  # users' plugins are valid choices of --policy, --recognizers, --backend, train
     except AffectSimError as exc:
         print(f"affectsim: error: {exc}", file=sys.stderr)
         return 2
