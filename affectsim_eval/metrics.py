@@ -11,12 +11,20 @@ The input of every metric class in :data:`METRICS` is a sequence of paired
 :class:`~affectsim_core.record.EpisodeRecord`: the label, every recognizer's prediction per setting,
 the A-Obs path length and diagnostics, and d*(r). Every record holds the same recognizers and, per
 recognizer, the same settings, so that the settings are compared on the same episodes (paired). The
-recognizer name ``"group"`` is reserved.
+recognizer name ``"group"`` is reserved: a per-recognizer result's entry for the group of the trained
+recognizers (all but the :data:`REFERENCES`), from their mean scores.
+
+A metric is one registered class (:class:`Metric`): its name from the registration, what it needs
+(other metrics, record fields), how it computes, and how it renders its own section of the report;
+the report iterates :data:`METRICS` (:func:`ordered`), so adding a metric edits no other file
+(docs/extending.md).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import typing
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -32,11 +40,17 @@ from affectsim_eval.affect_metrics import (
     transition_scores,
     vad_scores,
 )
-from affectsim_core.protocol import EMOTIONS, ESPL_RADII
+from affectsim_core.protocol import EMOTIONS, ESPL_RADII, SETTINGS
 from affectsim_core.record import Diagnostics, EpisodeRecord
 from affectsim_core.registry import Registry
+from affectsim_eval import paper
+from affectsim_eval.markdown import NAMES, gain, num, pct, signed, table
 
-GROUP = "group"  # reserved key: the result over recognizer means
+GROUP = "group"  # reserved key: the result of the trained recognizers' group (their mean scores)
+#: reference recognizers: listed in the report, never in the group
+REFERENCES = ("majority", "uniform")
+
+
 def per_class_recall(y_true: Sequence, y_pred: Sequence) -> dict[str, float]:
     """Recall per emotion (fraction); ``nan`` for a class without true samples."""
     t, p = label_indices(y_true, y_pred)
@@ -209,6 +223,11 @@ def table6(diagnostics: Sequence[Diagnostics]) -> dict[str, float]:
             / max(1, sum(d.attempted_translations for d in diagnostics))}
 
 
+def trained(names: Iterable[str]) -> list[str]:
+    """The trained recognizers among ``names`` (all but the :data:`REFERENCES`), sorted: the group."""
+    return [n for n in sorted(names) if n not in REFERENCES and n != GROUP]
+
+
 def _recognizers(records: Sequence[EpisodeRecord]) -> dict[str, tuple[str, ...]]:
     """Recognizer -> settings, checked identical across the records (paired episodes)."""
     if not records:
@@ -238,93 +257,301 @@ def _need(layout: dict[str, tuple[str, ...]], rec: str, settings: Sequence[str],
         raise InvalidInput(f"predictions[{rec!r}]", list(layout[rec]), f"settings {list(settings)} for {metric}")
 
 
+def _nanmean(values: list) -> float | None:
+    """Mean of the defined values (None when there are none)."""
+    vals = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return float(np.mean(vals)) if vals else None
+
+
+def _mean(per_recognizer: dict, models: list[str], settings: list[str]) -> dict:
+    """Group means per setting over the trained recognizers ``models`` ({} without any)."""
+    return {x: float(np.mean([per_recognizer[n][x] for n in models])) for x in settings} if models else {}
+
+
+def is_record_field(path: str) -> bool:
+    """Whether ``path`` names a field of :class:`EpisodeRecord`, dotted into its parts (``"a_obs.path_length"``)."""
+    cls: object = EpisodeRecord
+    for part in path.split("."):
+        if not dataclasses.is_dataclass(cls):
+            return False
+        hints = typing.get_type_hints(cls)
+        if part not in hints:
+            return False
+        cls = next((a for a in typing.get_args(hints[part]) if a is not type(None)), hints[part])  # X | None -> X
+    return True
+
+
 class Metric:
-    """A benchmark measure over paired episode records (see the module docstring)."""
+    """A benchmark measure over paired episode records, registered in :data:`METRICS` under its name.
 
-    id: str = ""
+    - ``name``: set by the registration (``@METRICS.register("my_metric")``), never spelled again;
+    - ``description``: one line;
+    - ``needs``: what it reads, in :meth:`compute` or its :meth:`section`: other metrics' names (computed
+      before it; their results reach :meth:`compute` as ``inputs`` and the summary before
+      :meth:`summary`) and record fields (:func:`is_record_field`: ``"label"``, ``"a_obs.path_length"``);
+    - ``shows``: the metrics whose results its report section shows (they render no section of their own);
+    - :meth:`applies`: whether it is defined for a run's records (the report leaves the others out);
+    - :meth:`compute`: the result over the records;
+    - :meth:`summary`: its entries of the report summary (:func:`affectsim_eval.report.summarize`);
+    - :meth:`section`: its Markdown section of the report.
+
+    The report computes, summarises and renders every registered metric in :func:`ordered` order, so
+    a registered metric is in the report with nothing else to edit.
+    """
+
+    name: str = ""
     description: str = ""
+    needs: tuple[str, ...] = ("label", "predictions")
+    shows: tuple[str, ...] = ()
 
-    def compute(self, records: Sequence[EpisodeRecord]) -> dict:
+    def applies(self, records: Sequence[EpisodeRecord]) -> bool:
+        """Whether the metric is defined for these records (e.g. OGR only with P-Ref); always by default."""
+        return True
+
+    def compute(self, records: Sequence[EpisodeRecord], inputs: Mapping[str, object] | None = None):
+        """The result over ``records``; ``inputs``: the results of the metrics it needs (computed here when None)."""
         raise NotImplementedError
 
+    def summary(self, result, s: dict) -> dict:
+        """Its entries of the report summary ``s`` (so far: ``n``, ``recognizers``, ``models`` (the trained
+        ones), ``settings`` and the entries of the metrics before it); ``result`` None where it does not
+        apply. By default ``{name: result}``."""
+        return {self.name: result}
 
-METRICS: Registry[Metric] = Registry("metric")
+    def section(self, s: dict, figures: dict[str, str]) -> list[str]:
+        """Lines of its report section from the summary ``s`` (each block followed by an empty line; [] for
+        none in this run). By default a heading and a table of the numbers in ``s[name]``."""
+        rows = [[" / ".join(path) or self.name, _leaf(v)] for path, v in _leaves(s.get(self.name), ())]
+        if not rows:
+            return []
+        return [f"## {self.name}", "", self.description, "", table(["entry", "value"], rows), ""]
+
+    def _inputs(self, records: Sequence[EpisodeRecord], inputs: Mapping[str, object] | None) -> Mapping[str, object]:
+        return compute_all(records, metric_needs(self)) if inputs is None else inputs
+
+
+def _leaves(x, path: tuple[str, ...]):
+    if isinstance(x, dict):
+        for k, v in x.items():
+            yield from _leaves(v, (*path, str(k)))
+    elif isinstance(x, (list, tuple)):
+        for k, v in enumerate(x):
+            yield from _leaves(v, (*path, str(k)))
+    elif x is not None or path:
+        yield path, x
+
+
+def _leaf(v) -> str:
+    return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+METRICS: Registry[Metric] = Registry("metric", name_attr="name")
+GROUP_ROW = "**group (trained)**"  # the group's row in the report's tables
+
+
+def metric_needs(metric: Metric | type[Metric]) -> list[str]:
+    """The metrics among ``metric.needs`` (the rest are record fields)."""
+    return [n for n in metric.needs if n in METRICS]
+
+
+def ordered(names: Iterable[str] | None = None) -> list[str]:
+    """``names`` (default: every registered metric) with the metrics they need, each after those it
+    needs and otherwise in registration order: the order in which the report computes, summarises
+    and renders them. A cycle raises :class:`InvalidInput`."""
+    rank = {n: i for i, n in enumerate(METRICS.registered())}
+    out: list[str] = []
+    active: list[str] = []
+
+    def visit(n: str) -> None:
+        if n in out:
+            return
+        if n in active:
+            raise InvalidInput("metric needs", " -> ".join([*active, n]), "metrics that do not need each other in a cycle")
+        active.append(n)
+        for d in sorted(metric_needs(METRICS.get(n)), key=rank.__getitem__):
+            visit(d)
+        active.pop()
+        out.append(n)
+
+    for n in sorted(METRICS.registered() if names is None else names, key=lambda n: rank.get(n, len(rank))):
+        visit(n)
+    return out
+
+
+def compute_all(records: Sequence[EpisodeRecord], ids: Iterable[str] | None = None) -> dict[str, object]:
+    """{metric name: result} for ``ids`` (default: every registered metric that applies to the records, and
+    whose needed metrics apply), each computed once, after the metrics it needs, from their results."""
+    want = None if ids is None else list(ids)
+    results: dict[str, object] = {}
+    for n in ordered(want):
+        m = METRICS.create(n)
+        deps = metric_needs(m)
+        if want is None and not (all(d in results for d in deps) and m.applies(records)):
+            continue
+        results[n] = m.compute(records, {d: results[d] for d in deps})
+    return results if want is None else {n: results[n] for n in want}
 
 
 @METRICS.register("macro_f1")
 class MacroF1(Metric):
-    id = "macro_f1"
     description = "Macro-F1 over the five emotions (fraction), per recognizer and setting."
+    shows = ("active_gain", "ogr")
 
-    def compute(self, records: Sequence[EpisodeRecord]) -> dict[str, dict[str, float]]:
+    def compute(self, records, inputs=None) -> dict[str, dict[str, float]]:
         labels = _labels(records)
         return {rec: {s: macro_f1(labels, _column(records, rec, s)) for s in settings}
                 for rec, settings in _recognizers(records).items()}
 
+    def summary(self, result, s):
+        return {"macro_f1": result, "group": _mean(result, s["models"], s["settings"])}
 
-@METRICS.register("per_class_recall")
-class PerClassRecall(Metric):
-    id = "per_class_recall"
-    description = "Recall per emotion (fraction; nan without true samples), per recognizer and setting."
+    def section(self, s, figures):
+        """Table 3: Macro-F1 per setting with Δgain and OGR, then the paired figure."""
+        names, f1 = s["recognizers"], s["macro_f1"]
+        group = [GROUP_ROW] if s["group"] else []
+        gains, ogrs = s["active_gain"], s["ogr"]
+        rows = []
+        for n in names + group:
+            m = f1[n] if n in f1 else s["group"]
+            o = ogrs.get(n) if n in f1 else s["group_ogr"]
+            rows.append([n] + [pct(m[x]) for x in s["settings"]] + [signed(gains[n if n in f1 else GROUP]), pct(o)])
+        lines = ["## Table 3: Macro-F1 per recognizer and setting", "",
+                 table(["recognizer", *(NAMES[x] for x in s["settings"]), "Δgain", "OGR %"], rows), "",
+                 "Paper (group means): " + "; ".join(
+                     f"{g} " + " / ".join(f"{NAMES[x]} {v[x]}" for x in SETTINGS) + f", Δgain {v['gain']} (OGR {v['ogr']} %)"
+                     for g, v in paper.TABLE3.items()) + ".",
+                 f"Chance floors (five balanced classes): always one class {paper.CHANCE['single class']}, uniform random "
+                 f"{paper.CHANCE['uniform']}.", ""]
+        if "paired" in figures:
+            lines += [f"![paired Macro-F1]({figures['paired']})", ""]
+        return lines
 
-    def compute(self, records: Sequence[EpisodeRecord]) -> dict[str, dict[str, dict[str, float]]]:
-        labels = _labels(records)
-        return {rec: {s: per_class_recall(labels, _column(records, rec, s)) for s in settings}
-                for rec, settings in _recognizers(records).items()}
 
-
-def _f1_rows(records: Sequence[EpisodeRecord], metric: str, settings: Sequence[str]) -> dict[str, dict[str, float]]:
+def _f1_rows(records: Sequence[EpisodeRecord], metric: str, settings: Sequence[str],
+             f1: Mapping[str, Mapping[str, float]]) -> dict[str, Mapping[str, float]]:
+    """The Macro-F1 rows of every recognizer, each checked to hold ``settings``."""
     layout = _recognizers(records)
-    labels = _labels(records)
     for rec in layout:
         _need(layout, rec, settings, metric)
-    return {rec: {s: macro_f1(labels, _column(records, rec, s)) for s in settings} for rec in layout}
+    return {rec: f1[rec] for rec in layout}
 
 
 @METRICS.register("active_gain")
 class ActiveGain(Metric):
-    id = "active_gain"
-    description = "Macro-F1(A-Obs) - Macro-F1(P-Init) per recognizer, and of the recognizer means."
+    description = "Macro-F1(A-Obs) - Macro-F1(P-Init) per recognizer, and of the trained recognizers' means."
+    needs = ("macro_f1", "predictions")
 
-    def compute(self, records: Sequence[EpisodeRecord]) -> dict[str, float]:
-        rows = _f1_rows(records, self.id, ("p_init", "a_obs"))
+    def compute(self, records, inputs=None) -> dict[str, float | None]:
+        rows = _f1_rows(records, self.name, ("p_init", "a_obs"), self._inputs(records, inputs)["macro_f1"])
         out = {rec: active_gain(m["a_obs"], m["p_init"]) for rec, m in rows.items()}
-        out[GROUP] = float(np.mean(list(out.values())))  # mean of differences = difference of means
+        g = _mean(rows, trained(rows), ("p_init", "a_obs"))  # difference of means = mean of differences
+        out[GROUP] = active_gain(g["a_obs"], g["p_init"]) if g else None
         return out
+
+    def section(self, s, figures):
+        return []  # a column of Table 3 (macro_f1)
 
 
 @METRICS.register("ogr")
 class OGR(Metric):
-    id = "ogr"
-    description = "Observation-gap recovery of Macro-F1 per recognizer (None unless P-Ref > P-Init), and of the means."
+    """The one computation of OGR (docs/protocol.md §8, Eq. 3): per recognizer, and the group's as the OGR of
+    the trained recognizers' mean scores (:func:`group_ogr`, as the paper does)."""
 
-    def compute(self, records: Sequence[EpisodeRecord]) -> dict[str, float | None]:
-        rows = _f1_rows(records, self.id, ("p_init", "p_ref", "a_obs"))
+    description = ("Observation-gap recovery of Macro-F1 per recognizer (None unless P-Ref > P-Init), and of the "
+                   "trained recognizers' means.")
+    needs = ("macro_f1", "predictions")
+
+    def applies(self, records) -> bool:
+        return bool(records) and "p_ref" in records[0].predictions[records[0].recognizers[0]]  # a robot has none
+
+    def compute(self, records, inputs=None) -> dict[str, float | None]:
+        rows = _f1_rows(records, self.name, ("p_init", "p_ref", "a_obs"), self._inputs(records, inputs)["macro_f1"])
         out = {rec: ogr(m["p_init"], m["p_ref"], m["a_obs"]) for rec, m in rows.items()}
-        out[GROUP] = group_ogr(rows.values())
+        models = trained(rows)
+        out[GROUP] = group_ogr([rows[n] for n in models]) if models else None
         return out
+
+    def summary(self, result, s):
+        return {"ogr": {n: result[n] if result else None for n in s["recognizers"]},
+                "group_ogr": result[GROUP] if result else None}
+
+    def section(self, s, figures):
+        return []  # a column of Table 3 (macro_f1)
+
+
+@METRICS.register("macro_f1_new_obs")
+class MacroF1NewObservation(Metric):
+    description = ("Macro-F1 per recognizer and setting over the new-observation subset: the episodes where A-Obs "
+                   "made a stable handoff and recorded its own clip (Table 4).")
+    needs = ("macro_f1", "a_obs.fallback", "label", "predictions")
+
+    def compute(self, records, inputs=None) -> dict:
+        new = [r for r in records if not r.a_obs.fallback]
+        return {"n": len(new), "macro_f1": METRICS.create("macro_f1").compute(new) if new else None}
+
+    def summary(self, result, s):
+        f1 = result["macro_f1"]
+        return {"new_obs": {"n": result["n"], "macro_f1": f1,
+                            "group": _mean(f1, s["models"], s["settings"]) if f1 else {}}}
+
+    def section(self, s, figures):
+        """Table 4: the complete set beside the new-observation subset."""
+        names, f1, new = s["recognizers"], s["macro_f1"], s["new_obs"]
+        group = [GROUP_ROW] if s["group"] else []
+        rows = []
+        for n in names + group:
+            a = f1[n] if n in f1 else s["group"]
+            nf = (new["macro_f1"][n] if n in f1 else new["group"]) if new["macro_f1"] else None
+            rows.append([n, pct(a["p_init"]), pct(a["a_obs"]), gain(a["a_obs"], a["p_init"]),
+                         *((pct(nf["p_init"]), pct(nf["a_obs"]), gain(nf["a_obs"], nf["p_init"])) if nf else ("–",) * 3)])
+        return ["## Table 4: complete set vs new-observation subset", "",
+                f"New-observation subset: the {new['n']} episodes where A-Obs made a stable handoff and recorded its own "
+                f"clip (the others fall back to the P-Init clip). Gain = A-Obs − P-Init (points).", "",
+                table(["recognizer", f"all ({s['n']}): P-Init", "A-Obs", "gain", f"new ({new['n']}): P-Init", "A-Obs",
+                       "gain"], rows), "",
+                "Paper: " + "; ".join(f"{g} complete {v['all'][0]} episodes {' / '.join(v['all'][1:])}, new-observation "
+                                      f"{v['new'][0]} episodes {' / '.join(v['new'][1:])}" for g, v in paper.TABLE4.items())
+                + " (P-Init / A-Obs / gain).", ""]
 
 
 @METRICS.register("recovery_rate")
 class RecoveryRate(Metric):
-    id = "recovery_rate"
     description = "Share of P-Init errors that A-Obs gets right, per recognizer (None without P-Init errors)."
+    shows = tuple(f"e_spl@{r}" for r in ESPL_RADII)
 
-    def compute(self, records: Sequence[EpisodeRecord]) -> dict[str, float | None]:
+    def compute(self, records, inputs=None) -> dict[str, float | None]:
         layout = _recognizers(records)
         labels = _labels(records)
         for rec in layout:
-            _need(layout, rec, ("p_init", "a_obs"), self.id)
+            _need(layout, rec, ("p_init", "a_obs"), self.name)
         return {rec: recovery_rate(labels, _column(records, rec, "p_init"), _column(records, rec, "a_obs"))
                 for rec in layout}
+
+    def summary(self, result, s):
+        return {"recovery": result, "group_recovery": _nanmean([result[n] for n in s["models"]])}
+
+    def section(self, s, figures):
+        """Table 5: Recovery Rate and E-SPL@r with the valid episodes per radius."""
+        names = s["recognizers"]
+        rows = [[n, pct(s["recovery"][n])] + [pct(s["e_spl"][r][n]["value"]) for r in ESPL_RADII] for n in names]
+        if s["group"]:
+            rows.append([GROUP_ROW, pct(s["group_recovery"])] + [pct(s["group_e_spl"][r]) for r in ESPL_RADII])
+        valid = [s["e_spl"][r][names[0]]["n_valid"] for r in ESPL_RADII]
+        return ["## Table 5: Recovery Rate and E-SPL@r", "",
+                table(["recognizer", "Recovery Rate", "E-SPL@1", "E-SPL@3", "E-SPL@5"], rows), "",
+                f"Valid episodes per radius (non-empty, reachable target region): 1 m {valid[0]}, 3 m {valid[1]}, "
+                f"5 m {valid[2]} of {s['n']}.",
+                "Paper (group means, Recovery / E-SPL@1 / @3 / @5): "
+                + "; ".join(f"{g} {' / '.join(v)}" for g, v in paper.TABLE5.items()) + ".", ""]
 
 
 class ESPL(Metric):
     """E-SPL@r per recognizer: {recognizer: {"value": fraction or None, "n_valid": N_r}}."""
 
     radius: int = 0
+    needs = ("label", "predictions", "a_obs.path_length", "d_star")
 
-    def compute(self, records: Sequence[EpisodeRecord]) -> dict[str, dict[str, float | int | None]]:
+    def compute(self, records, inputs=None) -> dict[str, dict[str, float | int | None]]:
         layout = _recognizers(records)
         key = str(self.radius)
         lengths, stars = [], []
@@ -336,29 +563,154 @@ class ESPL(Metric):
             stars.append(r.d_star[key])
         out = {}
         for rec in layout:
-            _need(layout, rec, ("a_obs",), self.id)
+            _need(layout, rec, ("a_obs",), self.name)
             correct = [label_index(p, "a_obs prediction", True) == label_index(r.label, "label", False)
                        for p, r in zip(_column(records, rec, "a_obs"), records)]
             value, n = e_spl(correct, lengths, stars)
             out[rec] = {"value": value, "n_valid": n}
         return out
 
+    def summary(self, result, s):
+        return {"e_spl": {**s.get("e_spl", {}), self.radius: result},
+                "group_e_spl": {**s.get("group_e_spl", {}),
+                                self.radius: _nanmean([result[n]["value"] for n in s["models"]])}}
+
+    def section(self, s, figures):
+        return []  # a column of Table 5 (recovery_rate)
+
 
 for _radius in ESPL_RADII:  # one registered metric per E-SPL radius of the protocol
     METRICS.register(f"e_spl@{_radius}")(type(f"ESPL{_radius}", (ESPL,), {
-        "id": f"e_spl@{_radius}", "radius": _radius,
+        "radius": _radius,
         "description": f"Emotion-aware SPL with the target region at {_radius} +- 0.1 m from the person."}))
 
 
 @METRICS.register("table6")
 class Table6(Metric):
-    id = "table6"
     description = "A-Obs acquisition diagnostics of the paper's Table 6 (percentages and metres)."
+    needs = ("a_obs.diagnostics",)
 
-    def compute(self, records: Sequence[EpisodeRecord]) -> dict[str, float]:
+    def compute(self, records, inputs=None) -> dict[str, float]:
         if not records:
             raise InvalidInput("records", list(records), "at least one paired episode record")
         return table6([r.a_obs.diagnostics for r in records])
+
+    def section(self, s, figures):
+        t6, p6 = s["table6"], paper.TABLE6
+        return ["## Table 6: acquisition diagnostics", "",
+                table(["diagnostic", "here", "paper"],
+                      [["stable handoff (% episodes)", f"{t6['handoff_pct']:.1f}", p6["handoff_pct"]],
+                       ["mean path (m / episode)", f"{t6['mean_path_m']:.2f}", p6["mean_path_m"]],
+                       ["path before handoff (% of locomotion)", f"{t6['path_before_handoff_pct']:.1f}",
+                        p6["path_before_handoff_pct"]],
+                       ["budget exhaustion (% episodes)", f"{t6['budget_exhausted_pct']:.1f}", p6["budget_exhausted_pct"]],
+                       ["clipped moves (% of translations)", f"{t6['clipped_pct']:.1f}", p6["clipped_pct"]]]),
+                ""]
+
+
+def _shown(s: dict) -> list[str]:
+    return [x for x in ("p_init", "p_ref", "p_mon", "a_obs") if x in s["settings"]]
+
+
+@METRICS.register("per_class_recall")
+class PerClassRecall(Metric):
+    description = "Recall per emotion (fraction; nan without true samples), per recognizer and setting."
+
+    def compute(self, records, inputs=None) -> dict[str, dict[str, dict[str, float]]]:
+        labels = _labels(records)
+        return {rec: {s: per_class_recall(labels, _column(records, rec, s)) for s in settings}
+                for rec, settings in _recognizers(records).items()}
+
+    def summary(self, result, s):
+        models = s["models"]
+        return {"recall": result,
+                "group_recall": {x: {e: _nanmean([result[n][x][e] for n in models]) for e in EMOTIONS}
+                                 for x in s["settings"]} if models else {}}
+
+    def section(self, s, figures):
+        """Per-class recall per setting (Fig. 5a/b), and the group's gain over P-Init."""
+        names, shown = s["recognizers"], _shown(s)
+        group = [GROUP_ROW] if s["group"] else []
+        recall = {**s["recall"], **({group[0]: s["group_recall"]} if group else {})}
+        rows = [[n, NAMES[x]] + [pct(recall[n][x][e]) for e in EMOTIONS] for n in names + group for x in shown]
+        lines = ["## Per-class recall (Fig. 5a/b)", "", table(["recognizer", "setting", *EMOTIONS], rows), ""]
+        if group:
+            rows = [[NAMES[x]] + [gain(recall[group[0]][x][e], recall[group[0]]["p_init"][e]) for e in EMOTIONS]
+                    for x in shown if x != "p_init"]
+            lines += ["Group recall gain over P-Init (points):", "", table(["setting", *EMOTIONS], rows), ""]
+        return lines
+
+
+@METRICS.register("macro_f1_by_family")
+class MacroF1ByFamily(Metric):
+    description = "Macro-F1 per recognizer and setting within each episode family (Fig. 5c/d)."
+    needs = ("family", "label", "predictions")
+
+    def compute(self, records, inputs=None) -> dict[str, dict]:
+        f1 = METRICS.create("macro_f1")
+        return {f: {"n": sum(r.family == f for r in records),
+                    "macro_f1": f1.compute([r for r in records if r.family == f])}
+                for f in sorted({r.family for r in records})}
+
+    def summary(self, result, s):
+        return {"family": {f: {**v, "group": _mean(v["macro_f1"], s["models"], s["settings"])}
+                           for f, v in result.items()}}
+
+    def section(self, s, figures):
+        names, shown, fam = s["recognizers"], _shown(s), s["family"]
+        group = [GROUP_ROW] if s["group"] else []
+        rows = [[f, fam[f]["n"], n] + [pct(v[x]) for x in s["settings"]]
+                for f in fam for n, v in ([(n, fam[f]["macro_f1"][n]) for n in names] + [(g, fam[f]["group"]) for g in group])]
+        lines = ["## Macro-F1 per episode family (Fig. 5c/d)", "",
+                 table(["family", "episodes", "recognizer", *(NAMES[x] for x in s["settings"])], rows), ""]
+        if group:
+            rows = [[f, fam[f]["n"]] + [gain(fam[f]["group"][x], fam[f]["group"]["p_init"]) for x in shown if x != "p_init"]
+                    for f in fam]
+            lines += ["Group Macro-F1 gain over P-Init per family (points):", "",
+                      table(["family", "episodes", *(NAMES[x] for x in shown if x != "p_init")], rows), ""]
+        return lines
+
+
+@METRICS.register("social_measures")
+class Social(Metric):
+    description = ("Reactive people: per target emotion, episodes, % noticed, reacting s, displacement, gaps and "
+                   "proximity zones over the A-Obs trajectory, contacts.")
+    needs = ("social", "label", "macro_f1", "per_class_recall")
+
+    def compute(self, records, inputs=None) -> dict[str, dict]:
+        from affectsim_eval.social import social_by_emotion  # the simulator's people: only where it is measured
+
+        return social_by_emotion(records)  # {} unless people were reactive
+
+    def summary(self, result, s):
+        return {"social": result}
+
+    def section(self, s, figures):
+        """Social measures per target emotion beside the group's A-Obs recall and its gain over P-Init."""
+        if not s["social"]:
+            return []
+        grouped = bool(s["group"])
+        lines = ["## Social measures (reactive people)", "",
+                 "Over the robot's whole A-Obs trajectory; gaps surface to surface (robot footprint to the person's "
+                 "disc); zones: intimate < 0.45 m, personal 0.45–1.2 m. Target: the person whose emotion is scored.", ""]
+        rec = s["group_recall"] if grouped else {}
+        rows = []
+        for e, v in s["social"].items():
+            if e == "all":
+                acc = pct(s["group"].get("a_obs")) if grouped else "–"
+                g = gain(s["group"]["a_obs"], s["group"]["p_init"]) if grouped else "–"
+            else:
+                acc = pct(rec["a_obs"][e]) if grouped else "–"
+                g = gain(rec["a_obs"][e], rec["p_init"][e]) if grouped else "–"
+            rows.append([e, v["n"], acc, g, f"{v['noticed_pct']:.0f}", f"{v['reacting_s']:.1f}", f"{v['path_m']:.2f}",
+                         f"{v['max_shift_m']:.2f}", f"{v['min_gap_m']:.2f}", f"{v['intimate_pct']:.1f}",
+                         f"{v['personal_pct']:.1f}", v["contacts"]])
+        lines += [table(["target emotion", "episodes", "A-Obs (group recall; all: Macro-F1)", "gain over P-Init",
+                         "noticed %", "reacting s", "displaced m", "max shift m", "min gap m", "intimate %",
+                         "personal %", "contacts"], rows), ""]
+        if "social" in figures:
+            lines += [f"![gain against disturbance]({figures['social']})", ""]
+        return lines
 
 
 # ------------------------------------------------------------------------------ evolving affect
@@ -387,13 +739,27 @@ def _segment_pairs(records: Sequence[EpisodeRecord], rec: str, setting: str) -> 
     return true, pred
 
 
+class _Affect(Metric):
+    needs = ("streams",)
+
+    def summary(self, result, s):
+        return {"affect": {**s.get("affect", {}), self.name[len("affect_"):]: result}}
+
+
+def _affect_shown(s: dict) -> tuple[list[str], int]:
+    """The settings the evolving episodes were measured in, and how many episodes there are."""
+    seg = s["affect"]["segments"]
+    shown = [x for x in s["settings"] if x in next(iter(seg.values()))]
+    return shown, next(iter(next(iter(seg.values())).values()))["episodes"]
+
+
 @METRICS.register("affect_segments")
-class AffectSegments(Metric):
-    id = "affect_segments"
+class AffectSegments(_Affect):
     description = ("Evolving episodes: segment-count accuracy, mean tIoU and segment emotion accuracy per recognizer "
                    "and setting.")
+    shows = ("affect_transitions",)
 
-    def compute(self, records: Sequence[EpisodeRecord]) -> dict:
+    def compute(self, records, inputs=None) -> dict:
         rs = _streamed(records)
         out: dict = {}
         for rec, by in (rs[0].streams.labels.items() if rs else ()):
@@ -404,25 +770,47 @@ class AffectSegments(Metric):
                                "emotion_accuracy": segment_emotion_accuracy(t, p), "episodes": len(rs)}
         return out
 
+    def section(self, s, figures):
+        """Segments and transitions of the evolving episodes, paired settings as columns."""
+        a = s["affect"]
+        if not a["segments"]:
+            return []
+        shown, n = _affect_shown(s)
+        lines = ["## Evolving affect: segments and transitions", "",
+                 f"{n} evolving episodes; one label per window of 8 frames (4 Hz) over the same interval in every setting; "
+                 "percentages except the delay (s, negative: early). Segment measures as DAR (count accuracy, mean tIoU, "
+                 "emotion accuracy at tIoU >= 0.5), transitions matched within ±1 s (docs/affect.md).", ""]
+        rows = []
+        for rec, by in a["segments"].items():
+            tr = a["transitions"][rec]
+            rows += [[rec, "segment count acc.", *(pct(by[x]["count_accuracy"]) for x in shown)],
+                     [rec, "mean tIoU", *(pct(by[x]["mean_tiou"]) for x in shown)],
+                     [rec, "segment emotion acc.", *(pct(by[x]["emotion_accuracy"]) for x in shown)],
+                     [rec, "transition F1 ±1 s", *(pct(tr[x]["f1"]) for x in shown)],
+                     [rec, "detection delay s", *(num(tr[x]["delay_s"]) for x in shown)]]
+        return lines + [table(["recognizer", "measure", *(NAMES[x] for x in shown)], rows), ""]
+
 
 @METRICS.register("affect_transitions")
-class AffectTransitions(Metric):
-    id = "affect_transitions"
+class AffectTransitions(_Affect):
     description = "Evolving episodes: transition detection F1 within +-1 s and mean detection delay (s)."
 
-    def compute(self, records: Sequence[EpisodeRecord]) -> dict:
+    def compute(self, records, inputs=None) -> dict:
         rs = _streamed(records)
         return {rec: {s: transition_scores(*_segment_pairs(rs, rec, s)) for s in by}
                 for rec, by in (rs[0].streams.labels.items() if rs else ())}
 
+    def section(self, s, figures):
+        return []  # rows of the segments table (affect_segments)
+
 
 @METRICS.register("affect_vad")
-class AffectVAD(Metric):
-    id = "affect_vad"
+class AffectVAD(_Affect):
     description = ("Evolving episodes: Spearman, Pearson and concordance correlation of predicted and true VAD per "
                    "dimension.")
+    needs = ("streams", "affect_segments")
 
-    def compute(self, records: Sequence[EpisodeRecord]) -> dict:
+    def compute(self, records, inputs=None) -> dict:
         rs = _streamed(records)
         out: dict = {}
         for rec, by in (rs[0].streams.pred_vad.items() if rs else ()):
@@ -436,7 +824,17 @@ class AffectVAD(Metric):
                 out[rec][s] = {**vad_scores(t, p), "windows": len(pairs)}
         return out
 
-
-def compute_all(records: Sequence[EpisodeRecord], ids: Iterable[str] | None = None) -> dict[str, dict]:
-    """{metric id: result} for ``ids`` (default: every registered metric)."""
-    return {i: METRICS.create(i).compute(records) for i in (METRICS.names() if ids is None else ids)}
+    def section(self, s, figures):
+        """Valence, arousal and dominance of the evolving episodes, in the settings of the segments table."""
+        a = s["affect"]
+        if not (a["segments"] and a["vad"]):
+            return []
+        shown, _ = _affect_shown(s)
+        rows = []
+        for rec, by in a["vad"].items():
+            for dim in ("valence", "arousal", "dominance"):
+                rows.append([rec, dim, *("–" if dim not in by.get(x, {}) else " / ".join(num(by[x][dim][k]) for k in
+                                         ("ccc", "spearman", "pearson")) for x in shown)])
+        return ["## Evolving affect: valence, arousal, dominance", "",
+                "Over all windows with a rating: Lin's concordance (CCC) / Spearman / Pearson per dimension.", "",
+                table(["recognizer", "dimension", *(NAMES[x] for x in shown)], rows), ""]

@@ -22,6 +22,7 @@ import hashlib
 import io
 import json
 from collections import Counter
+from functools import cached_property
 from pathlib import Path
 from typing import Callable
 
@@ -36,6 +37,7 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS, PAPER_FAMILIES
 from affectsim_core.provenance import code_version
 from affectsim_core.readers import read_json
+from affectsim_core.registry import Registry
 from affectsim_eval.dataset.episodes import DATASET_DIR, load_split, read_manifest
 from affectsim_eval.training_data import DATA_DIR, GENERATOR, VIEWS, load_clips, render_split
 from affectsim_eval.vad_fit import fit_vad_head, vad_quality
@@ -48,9 +50,8 @@ from affectsim_perception.recognizers.pose_temporal import (
     softmax,
 )
 from affectsim_perception.recognizers.rgb_clip import clip_vector
-from affectsim_perception.recognizers.vad_head import vad_head
+from affectsim_perception.recognizers.vad_head import has_vad_head, vad_head
 
-TRAINABLE = ("pose-temporal", "rgb-clip", "committee", "majority")
 # Episodes rendered per split (two views each), in tiers: each tier is a stratified draw from the
 # episodes the earlier tiers left, so the training set grows by adding a tier (earlier clips reused).
 SUBSET = {"train": (5000, 5000), "val": (300,), "test": (400,)}
@@ -139,79 +140,206 @@ def _target_vad(episodes: list[Episode], lib: Library) -> np.ndarray:
     return np.array([lib.entries[e.target.motion_id]["vad"] for e in episodes], float)
 
 
+class TrainingSet:
+    """What a trainer fits on, loaded on first use (a trainer that needs no clips renders none): the
+    paper-family episodes of a split, the rendered clip subsets of every split in ``sizes`` (tiers;
+    :func:`ensure_clips`) with their labels and target VAD, the seed and the log."""
+
+    def __init__(self, seed: int, root: Path, data: Path, sizes: dict[str, tuple[int, ...]], lib: Library,
+                 log: Callable[[str], None]) -> None:
+        self.seed, self.root, self.data, self.sizes, self.lib, self.log = seed, root, data, sizes, lib, log
+
+    def episodes(self, split: str) -> list[Episode]:
+        """The split's episodes of the paper's families (one label per clip)."""
+        return _paper(load_split(split, self.root))
+
+    def target_vad(self, episodes: list[Episode]) -> np.ndarray:
+        return _target_vad(episodes, self.lib)
+
+    @cached_property
+    def subsets(self) -> dict[str, dict]:
+        """Per split: the rendered subset (episodes, key, tiers), rendered here unless cached."""
+        return {s: ensure_clips(s, tiers, self.seed, self.root, self.data, self.log) for s, tiers in self.sizes.items()}
+
+    @cached_property
+    def clips(self) -> dict[str, tuple]:
+        """Per split: (poses (N, 8, 33, 6), 64x64 frames (N, 8, 64, 64, 3), metadata) of its rendered clips."""
+        self.subsets
+        return {s: load_clips(s, self.data) for s in self.sizes}
+
+    @cached_property
+    def labels(self) -> dict[str, np.ndarray]:
+        return {s: np.array([c["label"] for c in self.clips[s][2]]) for s in self.sizes}
+
+    @cached_property
+    def vad(self) -> dict[str, np.ndarray]:
+        """Per split: (N, 3) the library VAD of each clip's target motion."""
+        by_id = {s: {e.episode_id: e for e in load_split(s, self.root)} for s in self.sizes}
+        return {s: self.target_vad([by_id[s][c["episode_id"]] for c in self.clips[s][2]]) for s in self.sizes}
+
+
+class Trainer:
+    """How one recognizer's checkpoint is fitted: registered in :data:`TRAINERS` under the name of the
+    recognizer it trains (``affectsim train NAME`` writes ``checkpoints/NAME``).
+
+    :meth:`fit` returns the checkpoint's arrays and its manifest entries; for a trainer that
+    ``renders_clips``, :func:`train` then scores :meth:`probs` (and :meth:`vad`) of the fitted arrays on
+    the val and test clips; the perception bench scores the shipped checkpoint's on the test clips.
+    """
+
+    name: str = ""  # the recognizer it trains, set by the registration
+    renders_clips = True  # False: fitted from the episodes alone (no clip is rendered, no clip metrics)
+
+    def fit(self, data: TrainingSet) -> tuple[dict[str, np.ndarray], dict]:
+        """(checkpoint arrays, manifest entries: e.g. the training curve under ``training``)."""
+        raise NotImplementedError
+
+    def probs(self, weights: dict[str, np.ndarray], clips: tuple) -> np.ndarray:
+        """(N, 5) probabilities of the checkpoint ``weights`` for a split's clips (:attr:`TrainingSet.clips`)."""
+        raise NotImplementedError
+
+    def vad(self, weights: dict[str, np.ndarray], clips: tuple) -> np.ndarray | None:
+        """(N, 3) VAD estimates for the clips, or None for a recognizer without them."""
+        return None
+
+
+TRAINERS: Registry[Trainer] = Registry("trainer", name_attr="name")
+
+
 def train(name: str, seed: int = 0, out: Path = CHECKPOINT_DIR, root: Path = DATASET_DIR, data: Path = DATA_DIR,
           subset: dict | None = None, log: Callable[[str], None] = print, motions: Path = MOTIONS_DIR) -> dict:
-    if name not in TRAINABLE:
-        raise InvalidInput("recognizer", name, f"one of {TRAINABLE} (the others have no weights to train)")
+    if name not in TRAINERS:
+        raise InvalidInput("recognizer", name, f"one of {tuple(TRAINERS.names())} (the others have no weights to train)")
+    trainer = TRAINERS.create(name)
     common = {"seed": seed, **_dataset(root), "code_version": code_version(),
               "command": f"affectsim train {name} --seed {seed}"}
-    lib = Library(motions)
-    if name == "majority":
-        train_eps = _paper(load_split("train", root))
-        counts = Counter(e.emotion for e in train_eps)
-        arr = np.array([counts[e] for e in EMOTIONS], np.int64)
-        vad = _target_vad(train_eps, lib)
-        class_vad = np.array([vad[[e.emotion == k for e in train_eps]].mean(0) for k in EMOTIONS])
-        path = _write(name, {"class_counts": arr, "class_vad": class_vad},
-                      {**common, "class_counts": dict(zip(EMOTIONS, arr.tolist())),
-                       "class_vad": {k: [round(float(x), 4) for x in v] for k, v in zip(EMOTIONS, class_vad)}}, out)
-        log(f"[train] majority: {dict(zip(EMOTIONS, arr.tolist()))} -> {path}")
+    ds = TrainingSet(seed, root, data, {**SUBSET, **(subset or {})}, Library(motions), log)
+    weights, extra = trainer.fit(ds)
+    if not trainer.renders_clips:
+        path = _write(name, weights, {**common, **extra}, out)
+        log(f"[train] {name} -> {path}")
         return json.loads((path / "manifest.json").read_text())
-    from affectsim_eval import fitting  # torch: loaded only when a network is trained
-
-    sizes = {**SUBSET, **(subset or {})}
-    subsets = {s: ensure_clips(s, tiers, seed, root, data, log) for s, tiers in sizes.items()}
-    clips = {s: load_clips(s, data) for s in sizes}
-    labels = {s: np.array([c["label"] for c in clips[s][2]]) for s in sizes}
-    by_id = {s: {e.episode_id: e for e in load_split(s, root)} for s in sizes}
-    vad = {s: _target_vad([by_id[s][c["episode_id"]] for c in clips[s][2]], lib) for s in sizes}
-    extra: dict = {}
-    if name == "pose-temporal":
-        feats = {s: np.stack([pose_features(k) for k in clips[s][0]]) for s in sizes}
-        x = np.concatenate([feats["train"], np.stack([pose_features(mirror_pose(k)) for k in clips["train"][0]])])
-        y = np.concatenate([labels["train"], labels["train"]])
-        weights, curve = fitting.fit_pose_ensemble(x, y, feats["val"], labels["val"], seed, log)
-        head, extra["vad_head"] = fit_vad_head(x, np.concatenate([vad["train"], vad["train"]]), feats["val"],
-                                               vad["val"], log)  # VAD does not change in the mirror
-        weights.update(head)
-        extra["n_features"] = int(feats["train"].shape[1])
-        probs = {s: softmax(net_logits(weights, feats[s])) for s in ("val", "test")}
-        vad_pred = {s: vad_head(weights, feats[s]) for s in ("val", "test")}
-    elif name == "rgb-clip":
-        weights, curve = fitting.fit_rgb_clip(clips["train"][1], labels["train"], clips["val"][1], labels["val"], seed, log)
-        vec = {s: np.stack([clip_vector(weights, f) for f in clips[s][1]]) for s in sizes}
-        head, extra["vad_head"] = fit_vad_head(vec["train"], vad["train"], vec["val"], vad["val"], log)
-        weights.update(head)
-        probs = {s: softmax((vec[s] @ weights["fc.weight"].T + weights["fc.bias"]) / float(weights["temperature"]))
-                 for s in ("val", "test")}
-        vad_pred = {s: vad_head(weights, vec[s]) for s in ("val", "test")}
-    else:  # committee over the shipped member checkpoints
-        members = load_members()
-        per = {s: member_probs(members, clips[s][0], clips[s][1]) for s in ("val", "test")}
-        weights, curve = fit_committee(per["val"], labels["val"], log)
-        probs = {s: np.tensordot(weights["weights"], per[s], axes=1) for s in ("val", "test")}
-        extra["members"] = list(MEMBERS)
-        vad_pred = {s: np.tensordot(weights["weights"], member_vad(members, clips[s][0], clips[s][1]), axes=1)
-                    for s in ("val", "test")} if all(m.estimates_vad for m in members) else {}
     metrics = {}
     for s in ("val", "test"):
-        pred = probs[s].argmax(axis=1)
-        metrics[s] = {"all": _metrics(labels[s], pred)}
+        clips, labels = ds.clips[s], ds.labels[s]
+        pred = trainer.probs(weights, clips).argmax(axis=1)
+        metrics[s] = {"all": _metrics(labels, pred)}
         for view in VIEWS:
-            sel = np.array([c["view"] == view for c in clips[s][2]])
-            metrics[s][view] = _metrics(labels[s][sel], pred[sel])
-        good = np.array([c["visible_fraction"] >= GOOD_VIEW for c in clips[s][2]])
-        metrics[s]["good_view"] = _metrics(labels[s][good], pred[good])
-        if vad_pred:
-            metrics[s]["vad"] = vad_quality(vad[s], vad_pred[s])
-    manifest = {**common, **extra, "subsets": {s: {**v, "clips": int(len(labels[s]))} for s, v in subsets.items()},
-                "training": curve, "metrics": metrics}
+            sel = np.array([c["view"] == view for c in clips[2]])
+            metrics[s][view] = _metrics(labels[sel], pred[sel])
+        good = np.array([c["visible_fraction"] >= GOOD_VIEW for c in clips[2]])
+        metrics[s]["good_view"] = _metrics(labels[good], pred[good])
+        vad_pred = trainer.vad(weights, clips)
+        if vad_pred is not None:
+            metrics[s]["vad"] = vad_quality(ds.vad[s], vad_pred)
+    manifest = {**common, **extra, "subsets": {s: {**v, "clips": int(len(ds.labels[s]))} for s, v in ds.subsets.items()},
+                "metrics": metrics}
     path = _write(name, weights, manifest, out)
     t = metrics["test"]
     log(f"[train] {name}: val macro-F1 {metrics['val']['all']['macro_f1']:.3f}; test macro-F1: good views (visible >= "
         f"{GOOD_VIEW}) {t['good_view']['macro_f1']:.3f}, reference {t['reference']['macro_f1']:.3f}, random "
         f"{t['random']['macro_f1']:.3f}, all {t['all']['macro_f1']:.3f} -> {path}")
     return json.loads((path / "manifest.json").read_text())
+
+
+# ---------------------------------------------------------------------------------------------- shipped trainers
+@TRAINERS.register("majority")
+class MajorityTrainer(Trainer):
+    """The train split's class counts and each class's mean target VAD."""
+
+    renders_clips = False
+
+    def fit(self, data):
+        train_eps = data.episodes("train")
+        counts = Counter(e.emotion for e in train_eps)
+        arr = np.array([counts[e] for e in EMOTIONS], np.int64)
+        vad = data.target_vad(train_eps)
+        class_vad = np.array([vad[[e.emotion == k for e in train_eps]].mean(0) for k in EMOTIONS])
+        data.log(f"[train] majority: {dict(zip(EMOTIONS, arr.tolist()))}")
+        return {"class_counts": arr, "class_vad": class_vad}, {
+            "class_counts": dict(zip(EMOTIONS, arr.tolist())),
+            "class_vad": {k: [round(float(x), 4) for x in v] for k, v in zip(EMOTIONS, class_vad)}}
+
+    def probs(self, weights, clips):
+        p = np.zeros(len(EMOTIONS))
+        p[int(np.argmax(weights["class_counts"]))] = 1.0  # the recognizer's one-hot answer
+        return np.tile(p, (len(clips[2]), 1))
+
+
+def _pose_feats(clips: tuple) -> np.ndarray:
+    return np.stack([pose_features(k) for k in clips[0]])
+
+
+@TRAINERS.register("pose-temporal")
+class PoseTemporalTrainer(Trainer):
+    """An MLP ensemble on pose features (train clips and their mirror images), and a VAD head."""
+
+    def fit(self, data):
+        from affectsim_eval import fitting  # torch: loaded only when a network is trained
+
+        clips, labels, vad = data.clips, data.labels, data.vad
+        feats = {s: _pose_feats(clips[s]) for s in ("train", "val")}
+        x = np.concatenate([feats["train"], np.stack([pose_features(mirror_pose(k)) for k in clips["train"][0]])])
+        y = np.concatenate([labels["train"], labels["train"]])
+        weights, curve = fitting.fit_pose_ensemble(x, y, feats["val"], labels["val"], data.seed, data.log)
+        head, vad_fit = fit_vad_head(x, np.concatenate([vad["train"], vad["train"]]), feats["val"], vad["val"],
+                                     data.log)  # VAD does not change in the mirror
+        weights.update(head)
+        return weights, {"vad_head": vad_fit, "n_features": int(feats["train"].shape[1]), "training": curve}
+
+    def probs(self, weights, clips):
+        return softmax(net_logits(weights, _pose_feats(clips)))
+
+    def vad(self, weights, clips):
+        return vad_head(weights, _pose_feats(clips)) if has_vad_head(weights) else None
+
+
+def _clip_vectors(weights: dict[str, np.ndarray], clips: tuple) -> np.ndarray:
+    return np.stack([clip_vector(weights, f) for f in clips[1]])
+
+
+@TRAINERS.register("rgb-clip")
+class RgbClipTrainer(Trainer):
+    """A small CNN on 64x64 frames with a linear layer and a temperature, and a VAD head on its clip vectors."""
+
+    def fit(self, data):
+        from affectsim_eval import fitting  # torch: loaded only when a network is trained
+
+        clips, labels, vad = data.clips, data.labels, data.vad
+        weights, curve = fitting.fit_rgb_clip(clips["train"][1], labels["train"], clips["val"][1], labels["val"],
+                                              data.seed, data.log)
+        vec = {s: _clip_vectors(weights, clips[s]) for s in ("train", "val")}
+        head, vad_fit = fit_vad_head(vec["train"], vad["train"], vec["val"], vad["val"], data.log)
+        weights.update(head)
+        return weights, {"vad_head": vad_fit, "training": curve}
+
+    def probs(self, weights, clips):
+        vec = _clip_vectors(weights, clips)
+        return softmax((vec @ weights["fc.weight"].T + weights["fc.bias"]) / float(weights["temperature"]))
+
+    def vad(self, weights, clips):
+        return vad_head(weights, _clip_vectors(weights, clips)) if has_vad_head(weights) else None
+
+
+@TRAINERS.register("committee")
+class CommitteeTrainer(Trainer):
+    """Weights of the shipped members' calibrated probabilities, fit on val (:func:`fit_committee`)."""
+
+    @cached_property
+    def members(self):
+        return load_members()
+
+    def fit(self, data):
+        weights, curve = fit_committee(member_probs(self.members, *data.clips["val"][:2]), data.labels["val"], data.log)
+        return weights, {"members": list(MEMBERS), "training": curve}
+
+    def probs(self, weights, clips):
+        return np.tensordot(weights["weights"], member_probs(self.members, clips[0], clips[1]), axes=1)
+
+    def vad(self, weights, clips):
+        if not all(m.estimates_vad for m in self.members):
+            return None
+        return np.tensordot(weights["weights"], member_vad(self.members, clips[0], clips[1]), axes=1)
 
 
 def fit_committee(member_probs: np.ndarray, y: np.ndarray, log: Callable[[str], None] = print,

@@ -8,7 +8,7 @@
   affectsim report RUN                                       RUN/report.md with the paper's tables and figures
   affectsim launch robot [execution:=cmd_vel] [*_topic:=..]  nav and perception on a robot's own topics
   affectsim observe [--label EMOTION] [--out RUN]            one acquisition on the robot on the graph, stored
-  affectsim train RECOGNIZER [--seed 0]                      train pose-temporal | rgb-clip | committee | majority
+  affectsim train RECOGNIZER [--seed 0]                      train a recognizer that has a trainer (TRAINERS)
   affectsim motions build | validate | stats | preview | import-bvh | export-bvh   the motion library
   affectsim dataset build | validate | stats | show | counterfactual | fingerprint   the episodes; CI hash check
   affectsim scenes list | build | preview | check            the scenes
@@ -51,7 +51,7 @@ from affectsim_eval.dataset import fingerprint, inspect
 from affectsim_eval.dataset.context import MAX_CONTEXT_F1
 from affectsim_eval.report import write_report
 from affectsim_eval.runner import run_eval
-from affectsim_eval.train import SUBSET, TRAINABLE, train
+from affectsim_eval.train import SUBSET, TRAINERS, train
 from affectsim_nav.nav_node import MAX_GOAL_COUNT
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS
@@ -529,7 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     tr = _command(sub, "train", "train a recognizer on the train split (select on val) and write its checkpoint",
                   _train)
-    tr.add_argument("recognizer", choices=TRAINABLE, help="the recognizer")
+    tr.add_argument("recognizer", choices=TRAINERS.names(), help="the recognizer")
     tr.add_argument("--seed", type=SEED, default=0, help="training seed")
     for split, tiers in SUBSET.items():
         tr.add_argument(f"--{split}-episodes", type=_tiers(split), default=tiers, metavar="N[+N...]",
@@ -557,7 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        load_plugins()  # users' plugins are valid choices of --policy, --recognizers, --backend
+        load_plugins()  # users' plugins are valid choices of --policy, --recognizers, --backend, train
     except AffectSimError as exc:
         print(f"affectsim: error: {exc}", file=sys.stderr)
         return 2

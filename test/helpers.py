@@ -83,7 +83,8 @@ def typed(records: list[dict]) -> list[EpisodeRecord]:
             "outcomes": {k: {s: "ok" for s in v} for k, v in preds.items()},
             "a_obs": {"outcome": "handoff", "message": "", "trajectory": [], **r["a_obs"]},
             "p_ref": None, "visible": {}, "d_star": r["d_star"], "anchor": [0.0, 0.0], "start": [0.0, 0.0, 0.0],
-            **({"streams": r["streams"]} if "streams" in r else {})}))
+            **({"streams": r["streams"]} if "streams" in r else {}),
+            **({"social": r["social"]} if "social" in r else {})}))
     return out
 
 
@@ -124,3 +125,16 @@ def hand_made_records() -> list[dict]:
              "predictions": {rec: {s: v[i] for s, v in p.items()} for rec, p in preds.items()},
              "a_obs": {"path_length": lengths[i], "fallback": False, "diagnostics": diags[i]},
              "d_star": {r: v[i] for r, v in stars.items()}} for i in range(4)]
+
+
+def social_records() -> list[dict]:
+    """The hand-made records with social measures, as among reactive people: the target noticed the
+    robot in every other episode, reacted 0.5 s more each episode; one contact in episodes 1 and 3."""
+    out = hand_made_records()
+    for i, r in enumerate(out):
+        r["episode_id"] = f"so{i}"
+        r["social"] = {"min_gap_m": 0.3 + 0.1 * i, "intimate_pct": 5.0 * i, "personal_pct": 10.0 + i, "contacts": i % 2,
+                       "people": [{"id": "target", "emotion": r["label"], "noticed_at": None if i % 2 else 1.5,
+                                   "reacting_s": 0.5 * i, "path_m": 0.2 * i, "max_shift_m": 0.1 * i,
+                                   "blocked_steps": 0}]}
+    return out

@@ -278,11 +278,12 @@ def test_ogr_needs_the_three_settings(records):
 
 def test_registry_ids_are_stable_and_unique():
     assert METRICS.names() == sorted(["macro_f1", "per_class_recall", "active_gain", "ogr", "recovery_rate",
-                                      "e_spl@1", "e_spl@3", "e_spl@5", "table6", "affect_segments",
+                                      "e_spl@1", "e_spl@3", "e_spl@5", "table6", "macro_f1_new_obs",
+                                      "macro_f1_by_family", "social_measures", "affect_segments",
                                       "affect_transitions", "affect_vad"])
     for name in METRICS.names():
         metric = METRICS.create(name)
-        assert metric.id == name
+        assert metric.name == name  # from the registration, never spelled twice
         assert metric.description and "\n" not in metric.description
     assert len({METRICS.get(n) for n in METRICS.names()}) == len(METRICS.names())
     with pytest.raises(KeyError, match=r"unknown metric 'e_spl@2'; registered: .*e_spl@1"):

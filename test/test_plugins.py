@@ -169,7 +169,7 @@ def _recognizer(name, world, vlm_server):
 
 def _metric(name):
     metric = METRICS.create(name)
-    assert metric.id == name and metric.description and "\n" not in metric.description
+    assert metric.name == name and metric.description and "\n" not in metric.description
     records = typed(hand_made_records() + evolving_records())  # evolving ones carry window streams
     out, again = metric.compute(records), metric.compute(records)
     assert out == again

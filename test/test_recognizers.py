@@ -9,7 +9,7 @@ import pytest
 from affectsim_bridge.backends import BACKENDS
 from affectsim_core.episode import Episode, EpisodeHuman
 from affectsim_core.protocol import EMOTIONS
-from affectsim_eval.train import TRAINABLE
+from affectsim_eval.train import TRAINERS
 from affectsim_perception.recognizers import RECOGNIZERS, ClipInput, load_checkpoint
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR
 
@@ -44,7 +44,7 @@ def clips():
     return out
 
 
-@pytest.mark.parametrize("name", TRAINABLE)
+@pytest.mark.parametrize("name", TRAINERS.names())
 def test_shipped_checkpoints_have_manifests_and_reload_identically(name, clips):
     ck = load_checkpoint(name)
     m = ck.manifest

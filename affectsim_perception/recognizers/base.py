@@ -152,7 +152,7 @@ def single_threaded_blas():
 class Recognizer(abc.ABC):
     """A frozen emotion recognizer."""
 
-    name = "recognizer"
+    name = ""  # the name it is registered under, set by the registration (RECOGNIZERS)
     estimates_vad = False  # whether its predictions carry ``vad``
 
     @abc.abstractmethod
@@ -168,7 +168,7 @@ class Recognizer(abc.ABC):
         """Release resources (models, connections)."""
 
 
-RECOGNIZERS: Registry[Recognizer] = Registry("recognizer")
+RECOGNIZERS: Registry[Recognizer] = Registry("recognizer", name_attr="name")
 
 
 @dataclass(frozen=True)

@@ -229,8 +229,6 @@ def softmax(z: np.ndarray) -> np.ndarray:
 
 @RECOGNIZERS.register("pose-temporal")
 class PoseTemporal(Recognizer):
-    name = "pose-temporal"
-
     def __init__(self, checkpoint: str = "pose-temporal", detector=None) -> None:
         self.weights = load_checkpoint(checkpoint, required=("m0_mu", "m0_sd", "m0_C0", "m0_c0", "m0_W0", "m0_b0",
                                                              "temperature")).arrays

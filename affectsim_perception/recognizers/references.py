@@ -19,8 +19,6 @@ from affectsim_perception.recognizers.base import RECOGNIZERS, ClipInput, Predic
 
 @RECOGNIZERS.register("majority")
 class Majority(Recognizer):
-    name = "majority"
-
     def __init__(self, checkpoint: str = "majority") -> None:
         arrays = load_checkpoint(checkpoint, required=("class_counts",)).arrays
         counts = arrays["class_counts"].astype(float)
@@ -37,8 +35,6 @@ class Majority(Recognizer):
 
 @RECOGNIZERS.register("uniform")
 class Uniform(Recognizer):
-    name = "uniform"
-
     def predict(self, clip: ClipInput) -> Prediction:
         k = zlib.crc32(np.ascontiguousarray(clip.frames).tobytes()) % len(EMOTIONS)
         return Prediction(np.full(len(EMOTIONS), 1 / len(EMOTIONS)), EMOTIONS[k], "ok", "chance")

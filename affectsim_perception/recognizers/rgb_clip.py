@@ -56,8 +56,6 @@ def clip_logits(weights: dict[str, np.ndarray], small: np.ndarray) -> np.ndarray
 
 @RECOGNIZERS.register("rgb-clip")
 class RgbClip(Recognizer):
-    name = "rgb-clip"
-
     def __init__(self, checkpoint: str = "rgb-clip") -> None:
         self.weights = load_checkpoint(checkpoint, required=("mean", "std", "conv0.weight", "conv0.bias", "fc.weight",
                                                              "fc.bias", "temperature")).arrays

@@ -119,7 +119,6 @@ MAX_REPLY_BYTES = 1 * 2 ** 20  # one chat-completions reply (a label is a few hu
 
 @RECOGNIZERS.register("vlm-openai")
 class OpenAIVLM(Recognizer):
-    name = "vlm-openai"
     estimates_vad = True
 
     def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None,

@@ -38,11 +38,11 @@ from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import SERVICES
 from affectsim_eval.dataset.episodes import load_split
 from affectsim_eval.passive import p_ref_clip, placements
-from affectsim_eval.train import GOOD_VIEW
+from affectsim_eval.train import GOOD_VIEW, TRAINERS
 from affectsim_eval.training_data import DATA_DIR, VIEWS, load_clips
 from affectsim_interfaces.action import Recognize
 from affectsim_perception.person_model import BlazePose, clear_pose_cache, clip_pose
-from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS, ClipInput
+from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS, ClipInput, load_checkpoint
 from affectsim_perception.recognizers.committee import load_members
 from affectsim_perception.recognizers.rgb_clip import small_frames
 from affectsim_ros.benches import add_out, bench
@@ -84,15 +84,11 @@ def _time(fn, reps: int) -> float:
 def quality(data: Path = DATA_DIR, out_png: Path | None = None) -> dict:
     """Macro-F1, recall and accuracy by condition of every trained recognizer on the test clips."""
 
-    poses, small, meta = load_clips("test", data)
+    clips = load_clips("test", data)
+    poses, small, meta = clips
     y = np.array([m["label"] for m in meta])
-    pose, rgb = load_members()
-    preds = {"pose-temporal": np.stack([pose.predict_pose(k).probs for k in poses]),
-             "rgb-clip": np.stack([rgb.predict_small(np.asarray(s)).probs for s in small])}
-    w = RECOGNIZERS.get("committee")(detector=_Unused()).weights
-    preds["committee"] = w[0] * preds["pose-temporal"] + w[1] * preds["rgb-clip"]
-    maj = RECOGNIZERS.create("majority")
-    preds["majority"] = np.tile(maj.predict(ClipInput(np.zeros((8, 224, 224, 3), np.uint8))).probs, (len(y), 1))
+    trained = TRAINERS.names()  # every recognizer with a trainer, scored with its shipped checkpoint
+    preds = {name: TRAINERS.create(name).probs(load_checkpoint(name).arrays, clips) for name in trained}
     preds["uniform"] = np.eye(5)[np.arange(len(y)) % 5]  # chance reference: labels spread evenly
     views = np.array([m["view"] for m in meta])
     dist = np.array([m["distance"] for m in meta])
@@ -121,7 +117,7 @@ def quality(data: Path = DATA_DIR, out_png: Path | None = None) -> dict:
         axes = fig.subplots(1, 3)
         for ax, (cond, (_, edges)) in zip(axes, conditions.items()):
             centres = [(a + b) / 2 for a, b in zip(edges[:-1], edges[1:])]
-            for name in ("committee", "pose-temporal", "rgb-clip", "majority"):
+            for name in trained:
                 ax.plot(centres, [np.nan if a is None else a for a in res[name][cond]["accuracy"]], "o-", label=name)
             ax.axhline(0.2, color="grey", ls=":", label="chance")
             ax.set_xlabel(cond.replace("_", " "))
@@ -144,14 +140,6 @@ def bootstrap_ci(y: np.ndarray, pred: np.ndarray, groups: np.ndarray, n: int = 2
     scores = [macro_f1(y[s], pred[s]) for s in
               (np.concatenate([members[i] for i in rng.integers(0, len(ids), len(ids))]) for _ in range(n))]
     return [round(float(v), 4) for v in np.percentile(scores, [2.5, 97.5])]
-
-
-class _Unused:
-    def detect(self, rgb):
-        raise RuntimeError("not used")
-
-    def close(self) -> None:
-        pass
 
 
 def node_throughput(clips: list[ClipInput]) -> dict:
