@@ -23,7 +23,8 @@ from affectsim_eval.config import DATA_DIR, MAX_BUDGET, EvalConfig, EvalData, ru
 from affectsim_eval.loop import evaluate_safely, run_episodes
 from affectsim_eval.orchestrator import evaluate_episode
 from affectsim_eval.report import write_report
-from affectsim_eval.ros_world import GraphError, RosEvalWorld
+from affectsim_core.ros.observer_client import GraphError
+from affectsim_eval.ros_world import RosEvalWorld
 from affectsim_nav.base_control import EXECUTIONS
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS

@@ -14,12 +14,9 @@ import time
 from pathlib import Path
 
 import numpy as np
-from action_msgs.msg import GoalStatus, GoalStatusArray
-from action_msgs.srv import CancelGoal
 from geometry_msgs.msg import Pose2D as Pose2DMsg
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
-from rclpy.qos import qos_profile_action_status_default
 
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
@@ -27,10 +24,9 @@ from affectsim_bridge.scene import Scene
 from affectsim_bridge.views import View
 from affectsim_core.clips import sample_indices
 from affectsim_core.episode import Episode
-from affectsim_core.errors import AffectSimError
 from affectsim_core.protocol import CLIP_SIZE, STREAM_STRIDE, Outcome
 from affectsim_core.ros import calls
-from affectsim_core.ros.action_client import ActionClient
+from affectsim_core.ros.observer_client import GraphError, ObserverClient
 from affectsim_core.ros.conversions import (
     diagnostics_from_msg,
     from_time,
@@ -48,11 +44,6 @@ from affectsim_interfaces.srv import LoadWorld, RenderViews
 from affectsim_perception.recognizers.base import Prediction
 
 
-class GraphError(AffectSimError, RuntimeError):
-    """A node of the graph refused or failed a request (the message says which and why)."""
-
-
-ACTIVE = (GoalStatus.STATUS_ACCEPTED, GoalStatus.STATUS_EXECUTING, GoalStatus.STATUS_CANCELING)
 RENDER_ATTEMPT_S = 30.0  # s, first window of a RenderViews request before it is sent again (it may take seconds)
 
 
@@ -73,15 +64,7 @@ class RosEvalWorld:
         self.node = node
         self.load_cli = node.create_client(LoadWorld, SERVICES["load_world"], callback_group=group)
         self.render_cli = node.create_client(RenderViews, SERVICES["render_views"], callback_group=group)
-        self.acquire_cli = ActionClient(node, AcquireObservation, SERVICES["acquire_observation"], callback_group=group)
-        self.recognize_cli = ActionClient(node, Recognize, SERVICES["recognize"], callback_group=group)
-        self._cancel_all, self._status = {}, {}  # per action server: CancelGoal client, last GoalStatusArray
-        for key in ("acquire_observation", "recognize"):
-            self._cancel_all[key] = node.create_client(CancelGoal, f"{SERVICES[key]}/_action/cancel_goal",
-                                                       callback_group=group)
-            node.create_subscription(GoalStatusArray, f"{SERVICES[key]}/_action/status",
-                                     lambda m, k=key: self._status.__setitem__(k, m),
-                                     qos_profile_action_status_default, callback_group=group)
+        self.observer = ObserverClient(node, timeout, callback_group=group)  # the nav and perception actions
         self.recognizers = list(recognizers)
         self._vad: list[str] = []  # recognizers whose predictions rate VAD (from the last recognition)
         self.policy = policy
@@ -98,26 +81,16 @@ class RosEvalWorld:
         """Block until the bridge, nav and perception servers are up."""
         t_end = time.monotonic() + timeout
         for what, ready in ((f"bridge {SERVICES['load_world']}", self.load_cli.service_is_ready),
-                            (f"bridge {SERVICES['render_views']}", self.render_cli.service_is_ready),
-                            (f"nav {SERVICES['acquire_observation']}", self.acquire_cli.server_is_ready),
-                            (f"perception {SERVICES['recognize']}", self.recognize_cli.server_is_ready)):
+                            (f"bridge {SERVICES['render_views']}", self.render_cli.service_is_ready)):
             while not ready():
                 if time.monotonic() > t_end:
                     raise TimeoutError(f"{what} is not available after {timeout:.0f} s: is the node running?")
                 time.sleep(0.1)
+        self.observer.wait_for_servers(max(0.0, t_end - time.monotonic()))
 
     def settle(self, timeout: float | None = None) -> None:
-        """Cancel every goal of the nav and perception servers and wait until none is active (at most
-        ``timeout`` s, default the request timeout): after a failed request, a goal whose acceptance or
-        result was lost may still be moving the robot."""
-        timeout = self.timeout if timeout is None else timeout
-        for key, cli in self._cancel_all.items():  # a zero goal id and stamp cancel all goals
-            calls.call(cli, CancelGoal.Request(), self.timeout, f"{SERVICES[key]} cancel")
-        t_end = time.monotonic() + timeout
-        while active := [k for k, m in self._status.items() if any(s.status in ACTIVE for s in m.status_list)]:
-            if time.monotonic() > t_end:
-                raise TimeoutError(f"goals of {', '.join(active)} still run {timeout:.0f} s after they were cancelled")
-            time.sleep(0.05)
+        """Cancel every nav and perception goal and wait until none is active (:meth:`ObserverClient.settle`)."""
+        self.observer.settle(timeout)
 
     # ------------------------------------------------------------------ EvalWorld
     def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement], humans: str = "scripted") -> None:
@@ -151,15 +124,13 @@ class RosEvalWorld:
         if self.recorder is not None:
             self.recorder.start(ep.episode_id)
         try:
-            res = self._action(self.acquire_cli, goal, "acquire_observation")
+            res = self.observer.acquire(goal)
         except BaseException:
             if self.recorder is not None:
                 self.recorder.abandon()
             raise
         if self.recorder is not None:
             self.recorder.finish(list(res.clip_frames))
-        if res.outcome in (Outcome.ABORTED, Outcome.CANCELLED, Outcome.POLICY_ERROR) and not res.trajectory:
-            raise GraphError(f"nav acquire_observation: {res.outcome}: {res.message}")
         stream = {}
         if stream_until is not None and res.stream_frames:
             stream = {"stream_frames": np.stack([image_to_array(m) for m in res.stream_frames]),
@@ -177,9 +148,7 @@ class RosEvalWorld:
     def recognize(self, frames: np.ndarray) -> dict[str, Prediction]:
         goal = Recognize.Goal(recognizers=self.recognizers)
         goal.frames = [image_msg(f, "rgb8", OPTICAL_FRAME, to_time(0.0)) for f in frames]
-        res = self._action(self.recognize_cli, goal, "recognize")
-        if res.message and not res.predictions:
-            raise GraphError(f"perception recognize: {res.message}")
+        res = self.observer.recognize(goal)
         self._vad = sorted(p.recognizer for p in res.predictions if p.estimates_vad)
         return {p.recognizer: _prediction(p) for p in res.predictions}
 
@@ -188,9 +157,7 @@ class RosEvalWorld:
         goal = Recognize.Goal(recognizers=self.recognizers, stream=True, stride=STREAM_STRIDE)
         goal.frames = [image_msg(f, "rgb8", OPTICAL_FRAME, to_time(float(t))) for f, t in zip(frames, times)]
         goal.stamps = [to_time(float(t)) for t in times]
-        res = self._action(self.recognize_cli, goal, "recognize")
-        if res.message and not res.predictions:
-            raise GraphError(f"perception recognize (stream): {res.message}")
+        res = self.observer.recognize(goal)
         out: dict[str, list[tuple[float, Prediction]]] = {}
         per = len(res.predictions) // max(1, len(res.window_times))
         for k, p in enumerate(res.predictions):
@@ -208,14 +175,6 @@ class RosEvalWorld:
         if not res.success:
             raise GraphError(f"bridge {what}: {res.message}")
         return res
-
-    def _action(self, cli, goal, what: str):
-        """The goal is sent once (a lost acceptance fails the episode, which the evaluator retries);
-        its result is asked for again if that reply is lost."""
-        handle = calls.wait(cli.send_goal_async(goal), self.timeout, f"{what} goal")
-        if not handle.accepted:
-            raise GraphError(f"{what}: goal rejected")
-        return calls.action_result(handle, self.timeout, f"{what} result")
 
     def close(self) -> None:
         self.geometry.close()

@@ -32,7 +32,6 @@ failures.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import signal
@@ -66,7 +65,7 @@ from affectsim_interfaces.action import AcquireObservation, Recognize
 from affectsim_interfaces.msg import HumanPlacement
 from affectsim_interfaces.srv import ApplyAction, LoadWorld, RenderViews
 from affectsim_ros.launcher import GraphProcesses
-from affectsim_ros.benches import add_out, bench
+from affectsim_ros.benches import add_out, bench, number
 
 RELOAD_EVERY = 200  # lockstep actions per world
 FRAME_EVERY = 10  # every n-th action the client also waits for its camera frame
@@ -399,20 +398,9 @@ def run(out: Path = DEFAULT_OUT, minutes: float = 60.0, data: Path = DATA_DIR, l
     return res
 
 
-def _minutes(text: str) -> float:
-    """argparse type: minutes in (0, MAX_MINUTES]."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 < value <= MAX_MINUTES:
-        raise argparse.ArgumentTypeError(f"{text!r} is invalid; expected minutes in (0, {MAX_MINUTES:g}]")
-    return value
-
-
 def _arguments(p) -> None:
     add_out(p, "tallies, RSS samples and slopes", default=DEFAULT_OUT)
-    p.add_argument("--minutes", type=_minutes, default=60.0,
+    p.add_argument("--minutes", type=number(0.0, MAX_MINUTES, "minutes", lo_open=True), default=60.0,
                    help="minutes of cycles (a hostile round, then as long a lockstep block; default 60)")
 
 
