@@ -223,7 +223,7 @@ def test_trainers_score_clips_as_their_recognizers_answer():
         assert np.allclose(TRAINERS.create(name).probs(load_checkpoint(name).arrays, clips), np.stack(want), atol=1e-9), name
 
 
-def test_a_registered_trainer_is_a_train_choice_and_writes_a_checkpoint(scratch_registries, tmp_path, monkeypatch):
+def test_a_registered_trainer_is_a_train_choice_and_writes_a_checkpoint(scratch_registries, small_data, tmp_path, monkeypatch):
     """The example of docs/extending.md: a recognizer and its trainer, registered in one file."""
 
     @RECOGNIZERS.register("class-prior")
@@ -256,14 +256,15 @@ def test_a_registered_trainer_is_a_train_choice_and_writes_a_checkpoint(scratch_
 
     cached = {}
     for k, split in enumerate(("train", "val", "test")):
-        eps = [e for e in load_split(split) if e.family != "evolving"][:10]
+        eps = [e for e in load_split(split, small_data[0] / "episodes") if e.family != "evolving"][:10]
         poses, small, _ = _clips(len(eps), k)
         cached[split] = (poses, small, [{"episode_id": e.episode_id, "label": EMOTIONS.index(e.emotion),
                                          "view": ("reference", "random")[i % 2], "visible_fraction": 0.8}
                                         for i, e in enumerate(eps)])
     monkeypatch.setattr(train_module, "ensure_clips", lambda split, tiers, *a, **k: {"episodes": 10, "tiers": list(tiers)})
     monkeypatch.setattr(train_module, "load_clips", lambda split, data=None: cached[split])
-    manifest = train_module.train("class-prior", out=tmp_path, log=lambda s: None)
+    manifest = train_module.train("class-prior", out=tmp_path, root=small_data[0] / "episodes",
+                                  motions=small_data[0] / "motions", log=lambda s: None)
     assert manifest["recognizer"] == "class-prior" and manifest["training"] == {"clips": 10}
     assert manifest["subsets"]["val"]["clips"] == 10 and set(manifest["metrics"]) == {"val", "test"}
     assert set(manifest["metrics"]["test"]) == {"all", "reference", "random", "good_view"}
