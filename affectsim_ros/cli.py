@@ -42,13 +42,13 @@ from affectsim_core.plugins import load_plugins
 from affectsim_core.protocol import EMOTIONS, FAMILIES, MAX_ACTIONS, MAX_PLANNER_CALLS, PAPER_FAMILIES, SPLITS
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.env import ensure_loopback
-from affectsim_eval.config import DATA_DIR, EvalConfig
+from affectsim_eval.run.config import DATA_DIR, EvalConfig
 from affectsim_eval.dataset import build as dbuild
 from affectsim_eval.dataset import fingerprint, inspect
 from affectsim_eval.dataset.context import MAX_CONTEXT_F1
-from affectsim_eval.report import write_report
-from affectsim_eval.runner import run_eval
-from affectsim_eval.train import SUBSET, TRAINABLE, train
+from affectsim_eval.run.report import write_report
+from affectsim_eval.run.runner import run_eval
+from affectsim_eval.training.train import SUBSET, TRAINABLE, train
 from affectsim_nav.nav_node import MAX_GOAL_COUNT
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS

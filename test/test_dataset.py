@@ -141,7 +141,7 @@ def test_balance_problems_name_a_missing_emotion_and_a_leaking_context(small):
 
 
 def test_the_evolving_family_is_performer_disjoint_plays_from_the_start_and_is_chosen_explicitly(small):
-    from affectsim_eval.config import EvalConfig, select_episodes
+    from affectsim_eval.run.config import EvalConfig, select_episodes
 
     root, manifest = small
     eps = {s: [e for e in load_split(s, root / "episodes") if e.family == "evolving"] for s in ("train", "val", "test")}

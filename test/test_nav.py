@@ -22,10 +22,10 @@ from affectsim_core.geometry import Pose2D
 from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.protocol import EMOTIONS
 from affectsim_eval.dataset.composer import describe
-from affectsim_eval.orchestrator import evaluate_episode
-from affectsim_eval.passive import body_track, p_init_views, p_mon_views, p_ref_clip, visible_fraction
-from affectsim_eval.reference import MAX_STEP, BodyTrack, frame_yaw, plan_reference, smooth_frame
-from affectsim_eval.worlds import InProcessWorld, SimulatorWorld
+from affectsim_eval.episode.orchestrator import evaluate_episode
+from affectsim_eval.episode.passive import body_track, p_init_views, p_mon_views, p_ref_clip, visible_fraction
+from affectsim_eval.episode.reference import MAX_STEP, BodyTrack, frame_yaw, plan_reference, smooth_frame
+from affectsim_eval.episode.worlds import InProcessWorld, SimulatorWorld
 from affectsim_nav.active import ActiveEpisode, run_active
 from affectsim_nav.executor import ActionExecutor, BudgetExhausted
 from affectsim_nav.planner import GridPlanner

@@ -20,7 +20,7 @@ from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import SERVICES
 from affectsim_eval.dataset.composer import describe
-from affectsim_eval.worlds import SimulatorWorld
+from affectsim_eval.episode.worlds import SimulatorWorld
 from affectsim_interfaces.action import AcquireObservation, FollowPerson, Handoff, SearchPerson
 from affectsim_nav.active import run_active
 from affectsim_nav.policy import create_policy

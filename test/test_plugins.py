@@ -29,8 +29,8 @@ from affectsim_core.geometry import Pose2D
 from affectsim_core.observation import EpisodeInfo
 from affectsim_core.person_tracking import DETECTORS, PersonDetection
 from affectsim_core.protocol import EMOTIONS, Outcome
-from affectsim_eval.metrics import METRICS
-from affectsim_eval.worlds import SimulatorWorld
+from affectsim_eval.scoring.metrics import METRICS
+from affectsim_eval.episode.worlds import SimulatorWorld
 from affectsim_nav.active import run_active
 from affectsim_nav.policy import POLICIES, create_policy
 from affectsim_perception.person_model import clear_pose_cache

@@ -35,7 +35,7 @@ from affectsim_core.protocol import EMOTIONS, SPLITS
 from affectsim_eval.dataset.composer import SceneContext, realised
 from affectsim_eval.dataset.context import MAX_CONTEXT_F1, context_shortcut
 from affectsim_eval.dataset.episodes import DATASET_DIR, load_split, read_manifest
-from affectsim_eval.passive import placements
+from affectsim_eval.episode.passive import placements
 
 #: Initial-view measures shown by ``dataset stats`` (composer.py defines them), with column titles.
 STATS = {"initial_distance": "distance m", "relative_orientation": "rel.orient deg", "visible_fraction": "visible",

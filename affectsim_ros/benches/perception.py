@@ -37,9 +37,9 @@ from affectsim_core.ros.conversions import image_msg, to_time
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import SERVICES
 from affectsim_eval.dataset.episodes import load_split
-from affectsim_eval.passive import p_ref_clip, placements
-from affectsim_eval.train import GOOD_VIEW
-from affectsim_eval.training_data import DATA_DIR, VIEWS, load_clips
+from affectsim_eval.episode.passive import p_ref_clip, placements
+from affectsim_eval.training.train import GOOD_VIEW
+from affectsim_eval.training.training_data import DATA_DIR, VIEWS, load_clips
 from affectsim_interfaces.action import Recognize
 from affectsim_perception.person_model import BlazePose, clear_pose_cache, clip_pose
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS, ClipInput

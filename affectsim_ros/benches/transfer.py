@@ -31,9 +31,9 @@ from affectsim_core.atomic import write_json
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import SETTINGS
 from affectsim_core.record import EpisodeRecord
-from affectsim_eval.config import EvalConfig, select_episodes
-from affectsim_eval.report import summarize
-from affectsim_eval.store import ResultsStore
+from affectsim_eval.run.config import EvalConfig, select_episodes
+from affectsim_eval.run.report import summarize
+from affectsim_eval.run.store import ResultsStore
 from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.benches import add_dataset_options, add_out, add_runs_options, bench, conditions_of, positive_int
 

@@ -25,7 +25,7 @@ from affectsim_bridge.navigable import NavigableSpace
 from affectsim_core.affect import segments_from_windows
 from affectsim_core.classification import label_index, label_indices, macro_f1, per_class_f1
 from affectsim_core.errors import InvalidInput
-from affectsim_eval.affect_metrics import (
+from affectsim_eval.scoring.affect_metrics import (
     mean_tiou,
     segment_count_accuracy,
     segment_emotion_accuracy,

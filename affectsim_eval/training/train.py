@@ -8,7 +8,7 @@
    so that a rerun gives the same weights), select the epoch with the best val macro-F1 and fit a
    softmax temperature on val.
    pose-temporal and rgb-clip also fit a VAD head on their own clip features (ridge, strength
-   chosen on val: ``affectsim_eval.vad_fit``); the committee combines its members' VAD with its
+   chosen on val: ``affectsim_eval.training.vad_fit``); the committee combines its members' VAD with its
    weights; majority stores the train split's mean VAD per class.
 3. Write ``affectsim_perception/checkpoints/NAME/{weights.npz, manifest.json}``: weights SHA-256,
    the dataset version and splits' SHA-256 (the evaluator refuses a checkpoint trained on another
@@ -37,8 +37,8 @@ from affectsim_core.protocol import EMOTIONS, PAPER_FAMILIES
 from affectsim_core.provenance import code_version
 from affectsim_core.readers import read_json
 from affectsim_eval.dataset.episodes import DATASET_DIR, load_split, read_manifest
-from affectsim_eval.training_data import DATA_DIR, GENERATOR, VIEWS, load_clips, render_split
-from affectsim_eval.vad_fit import fit_vad_head, vad_quality
+from affectsim_eval.training.training_data import DATA_DIR, GENERATOR, VIEWS, load_clips, render_split
+from affectsim_eval.training.vad_fit import fit_vad_head, vad_quality
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR
 from affectsim_perception.recognizers.committee import MEMBERS, load_members, member_probs, member_vad
 from affectsim_perception.recognizers.pose_temporal import (
@@ -157,7 +157,7 @@ def train(name: str, seed: int = 0, out: Path = CHECKPOINT_DIR, root: Path = DAT
                        "class_vad": {k: [round(float(x), 4) for x in v] for k, v in zip(EMOTIONS, class_vad)}}, out)
         log(f"[train] majority: {dict(zip(EMOTIONS, arr.tolist()))} -> {path}")
         return json.loads((path / "manifest.json").read_text())
-    from affectsim_eval import fitting  # torch: loaded only when a network is trained
+    from affectsim_eval.training import fitting  # torch: loaded only when a network is trained
 
     sizes = {**SUBSET, **(subset or {})}
     subsets = {s: ensure_clips(s, tiers, seed, root, data, log) for s, tiers in sizes.items()}

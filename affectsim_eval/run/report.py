@@ -26,11 +26,11 @@ from affectsim_core.atomic import staged_dir
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS, ESPL_RADII, SETTINGS
 from affectsim_core.record import EpisodeRecord
-from affectsim_eval.config import DATA_DIR
-from affectsim_eval import paper
-from affectsim_eval.metrics import METRICS, compute_all, group_ogr, ogr
-from affectsim_eval.social import social_by_emotion
-from affectsim_eval.store import ResultsStore
+from affectsim_eval.run.config import DATA_DIR
+from affectsim_eval.scoring import paper
+from affectsim_eval.scoring.metrics import METRICS, compute_all, group_ogr, ogr
+from affectsim_eval.episode.social import social_by_emotion
+from affectsim_eval.run.store import ResultsStore
 
 REFERENCES = ("majority", "uniform")
 NAMES = {"p_init": "P-Init", "p_ref": "P-Ref", "p_mon": "P-Mon", "a_obs": "A-Obs"}
