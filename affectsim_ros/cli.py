@@ -24,18 +24,18 @@ from pathlib import Path
 
 import rclpy
 
-from affectsim_bridge import scene_generator
+from affectsim_bridge.content import scene_generator
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
-from affectsim_bridge.humans import library
+from affectsim_bridge.content import library
 from affectsim_bridge.humans.bvh import export_bvh, import_bvh, label_from_name, read_joint_map
 from affectsim_bridge.humans.features import library_stats
-from affectsim_bridge.humans.library import Library
+from affectsim_bridge.content.library import Library
 from affectsim_bridge.humans.motion import SOLO_ACTIONS
-from affectsim_bridge.humans.preview import write_preview
+from affectsim_bridge.content.preview import write_preview
 from affectsim_bridge.humans.reactive import HUMANS_MODES
-from affectsim_bridge.humans.validate import validate_library
-from affectsim_bridge.navigable import NavigableSpace
-from affectsim_bridge.scene import builtin_scene_ids, load_scene
+from affectsim_bridge.content.validate import validate_library
+from affectsim_bridge.world.navigable import NavigableSpace
+from affectsim_bridge.world.scene import builtin_scene_ids, load_scene
 from affectsim_core.errors import AffectSimError, InvalidInput
 from affectsim_core.names import inside
 from affectsim_core.plugins import load_plugins

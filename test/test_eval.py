@@ -354,7 +354,7 @@ def _vlm_answer(body: dict) -> str:
 def _with_an_evolving_episode(data, out):
     """A copy of the small dataset whose test split also holds one evolving episode: an
     observation-controlled episode whose target performs an evolving clip (phase 0)."""
-    from affectsim_bridge.humans.library import Library
+    from affectsim_bridge.content.library import Library
     from affectsim_core.protocol import SPLITS
     from affectsim_eval.dataset.episodes import dataset_version, write_split
 
@@ -381,7 +381,7 @@ def test_an_evolving_episode_is_observed_as_window_streams_in_process_and_throug
     import numpy as np
     from helpers import Server
 
-    from affectsim_bridge.humans.library import Library
+    from affectsim_bridge.content.library import Library
     from affectsim_core.protocol import SETTINGS
     from affectsim_core.record import EpisodeRecord
     from affectsim_eval.scoring.metrics import compute_all

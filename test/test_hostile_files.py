@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 from helpers import box_room
 
-from affectsim_bridge.humans.library import Library
+from affectsim_bridge.content.library import Library
 from affectsim_bridge.humans.motion import MAX_CLIP_FILE_BYTES, MAX_JOINT_RAD, load_motion
 from affectsim_core.errors import InvalidInput
 from affectsim_core.names import inside

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from helpers import box_room, evolving_records, hand_made_records, typed
 
-from affectsim_bridge.navigable import NavigableSpace
-from affectsim_bridge.scene import load_scene, parse_scene
-from affectsim_bridge.scene_generator import generate_scene
+from affectsim_bridge.world.navigable import NavigableSpace
+from affectsim_bridge.world.scene import load_scene, parse_scene
+from affectsim_bridge.content.scene_generator import generate_scene
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS, SETTINGS
 from affectsim_eval.scoring.metrics import (

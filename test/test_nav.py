@@ -13,7 +13,7 @@ from affectsim_bridge.backends.base import HumanPlacement, SimulatorBackend
 from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.motion import Motion
 from affectsim_bridge.humans.styles import Performer
-from affectsim_bridge.scene import Scene, load_scene
+from affectsim_bridge.world.scene import Scene, load_scene
 from affectsim_bridge.views import render_views
 from affectsim_core.actions import Action
 from affectsim_core.clips import Clip, clip_steps, clip_times, sample_indices

@@ -11,8 +11,8 @@ from action_msgs.msg import GoalStatus
 
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
-from affectsim_bridge.humans.library import Library, build
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.content.library import Library, build
+from affectsim_bridge.world.scene import load_scene
 from affectsim_core.geometry import Pose2D
 from affectsim_core.observation import EpisodeInfo
 from affectsim_core.ros.action_client import ActionClient

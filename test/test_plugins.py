@@ -16,12 +16,12 @@ from helpers import Server, evolving_records, hand_made_records, typed
 
 import affectsim_nav  # noqa: F401  (registers the shipped policies)
 import affectsim_perception  # noqa: F401  (registers the person detectors and recognizers)
-from affectsim_bridge import fetch_model
+from affectsim_bridge.backends.mujoco import fetch_model
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement, LaserSpec, SimulatorBackend
 from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.styles import Performer
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.world.scene import load_scene
 from affectsim_core.actions import Action
 from affectsim_core.clips import resize
 from affectsim_core.errors import MissingDependency

@@ -9,7 +9,7 @@ import pytest
 
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.world.scene import load_scene
 from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.reactive import REACTIONS, SUBSTEP_S, Attention, Reactions
 from affectsim_bridge.humans.styles import Performer

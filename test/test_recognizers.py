@@ -20,7 +20,7 @@ LOCAL = [n for n in RECOGNIZERS.names() if n != "vlm-openai"]  # the VLM client:
 def clips():
     from affectsim_bridge.backends.base import HumanPlacement
     from affectsim_bridge.humans.generator import generate
-    from affectsim_bridge.humans.preview import studio_scene
+    from affectsim_bridge.content.preview import studio_scene
     from affectsim_bridge.humans.styles import Performer
     from affectsim_core.camera import CameraIntrinsics
     from affectsim_core.clips import resize

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.world.scene import load_scene
 from affectsim_core.camera import FETCH_HEAD_CAMERA, CameraIntrinsics
 from affectsim_core.errors import AffectSimError
 from affectsim_core.geometry import look_at_rotation

@@ -22,10 +22,10 @@ from matplotlib.figure import Figure  # no pyplot: no global state, no display
 from PIL import Image, ImageDraw
 
 from affectsim_bridge.backends.base import HumanPlacement, check_people
-from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
-from affectsim_bridge.humans.library import Library
-from affectsim_bridge.scene import load_scene
-from affectsim_bridge.scene_generator import SCENES_DIR, read_scene_library
+from affectsim_bridge.content.library import DEFAULT_DIR as MOTIONS_DIR
+from affectsim_bridge.content.library import Library
+from affectsim_bridge.world.scene import load_scene
+from affectsim_bridge.content.scene_generator import SCENES_DIR, read_scene_library
 from affectsim_core.camera import CameraIntrinsics
 from affectsim_core.contact_sheet import map_image, save_png
 from affectsim_core.episode import Episode

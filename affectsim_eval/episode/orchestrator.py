@@ -29,8 +29,8 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from affectsim_bridge.navigable import NavigableSpace
-from affectsim_bridge.scene import Scene
+from affectsim_bridge.world.navigable import NavigableSpace
+from affectsim_bridge.world.scene import Scene
 from affectsim_core.clips import clip_times, sample_indices
 from affectsim_core.episode import Episode
 from affectsim_core.protocol import CLIP_FRAMES, ESPL_RADII, PASSIVE_SETTINGS, SETTINGS, STEP_SECONDS

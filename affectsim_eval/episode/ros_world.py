@@ -23,7 +23,7 @@ from rclpy.qos import qos_profile_action_status_default
 
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
-from affectsim_bridge.scene import Scene
+from affectsim_bridge.world.scene import Scene
 from affectsim_bridge.views import View
 from affectsim_core.clips import sample_indices
 from affectsim_core.episode import Episode

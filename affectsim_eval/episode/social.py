@@ -13,7 +13,7 @@ import numpy as np
 
 from affectsim_bridge.backends.base import HumanPlacement, SimulatorBackend
 from affectsim_bridge.humans.reactive import PERSON_RADIUS_M
-from affectsim_bridge.scene import Scene
+from affectsim_bridge.world.scene import Scene
 from affectsim_core.geometry import Pose2D
 from affectsim_core.protocol import EMOTIONS, STEP_SECONDS
 from affectsim_core.record import SocialSummary

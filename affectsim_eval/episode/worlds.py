@@ -16,7 +16,7 @@ from typing import Mapping, Protocol
 import numpy as np
 
 from affectsim_bridge.backends.base import HumanPlacement, SimulatorBackend
-from affectsim_bridge.scene import Scene
+from affectsim_bridge.world.scene import Scene
 from affectsim_bridge.views import View, render_views
 from affectsim_core.actions import Action, MoveResult
 from affectsim_core.clips import sample_indices

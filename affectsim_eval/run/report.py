@@ -20,8 +20,8 @@ import numpy as np
 from matplotlib.figure import Figure  # no pyplot: no global state, no display
 from PIL import Image
 
-from affectsim_bridge.navigable import NavigableSpace
-from affectsim_bridge.scene import load_scene, resolve_scene_path
+from affectsim_bridge.world.navigable import NavigableSpace
+from affectsim_bridge.world.scene import load_scene, resolve_scene_path
 from affectsim_core.atomic import staged_dir
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS, ESPL_RADII, SETTINGS

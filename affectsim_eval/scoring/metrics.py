@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from affectsim_bridge.navigable import NavigableSpace
+from affectsim_bridge.world.navigable import NavigableSpace
 from affectsim_core.affect import segments_from_windows
 from affectsim_core.classification import label_index, label_indices, macro_f1, per_class_f1
 from affectsim_core.errors import InvalidInput

@@ -27,8 +27,8 @@ from typing import Callable
 
 import numpy as np
 
-from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
-from affectsim_bridge.humans.library import Library
+from affectsim_bridge.content.library import DEFAULT_DIR as MOTIONS_DIR
+from affectsim_bridge.content.library import Library
 from affectsim_core.atomic import staged_dir
 from affectsim_core.classification import macro_f1
 from affectsim_core.episode import Episode

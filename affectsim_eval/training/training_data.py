@@ -29,10 +29,10 @@ import numpy as np
 from PIL import Image
 
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
-from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
-from affectsim_bridge.humans.library import Library
-from affectsim_bridge.scene import load_scene
-from affectsim_bridge.scene_generator import SCENES_DIR
+from affectsim_bridge.content.library import DEFAULT_DIR as MOTIONS_DIR
+from affectsim_bridge.content.library import Library
+from affectsim_bridge.world.scene import load_scene
+from affectsim_bridge.content.scene_generator import SCENES_DIR
 from affectsim_core.atomic import staged_dir
 from affectsim_core.clips import clip_times, resize, sample_indices
 from affectsim_core.episode import Episode

@@ -25,8 +25,8 @@ from matplotlib.figure import Figure  # no pyplot: no global state, no display
 from PIL import Image
 
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
-from affectsim_bridge.humans.library import Library
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.content.library import Library
+from affectsim_bridge.world.scene import load_scene
 from affectsim_core.atomic import write_json
 from affectsim_core.classification import macro_f1
 from affectsim_core.clips import clip_times, sample_indices

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from affectsim_bridge.bridge_node import NOISE_LOCKSTEP_ONLY
-from affectsim_bridge.noise import CONFIG_PREFIX, ENABLED, NOISE_MODELS
+from affectsim_bridge.world.noise import CONFIG_PREFIX, ENABLED, NOISE_MODELS
 from affectsim_core.atomic import write_json
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import SETTINGS
