@@ -9,7 +9,7 @@ Modes: ``lockstep`` (each discrete action advances sim time 0.25 s, then one set
 messages is published) and ``free_run`` (sim time advances in ``sim_dt`` ticks paced to
 ``real_time_factor``; camera and laser publish at their rates in sim time).
 
-Noise (:mod:`affectsim_bridge.noise`, parameters ``noise_*``, all off by default, reseeded by every
+Noise (:mod:`affectsim_bridge.world.noise`, parameters ``noise_*``, all off by default, reseeded by every
 load_world with its ``noise_seed``): depth and RGB noise on the published head-camera images, laser noise
 on /base_scan, odometry drift on /odom and the odom -> base_link TF (map -> odom stays the start pose, so
 map -> base_link carries the drift, like a robot whose localisation is off), actuation noise on each
@@ -38,12 +38,12 @@ from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, LaserScan
 from tf2_msgs.msg import TFMessage
 
-from affectsim_bridge import fetch_model
+from affectsim_bridge.backends.mujoco import fetch_model
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
 from affectsim_bridge.backends.base import HumanPlacement, LaserSpec, RobotConfig
-from affectsim_bridge.humans.library import DEFAULT_DIR, Library
-from affectsim_bridge.noise import SEED_KEY, NoiseSet, config_params
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.content.library import DEFAULT_DIR, Library
+from affectsim_bridge.world.noise import SEED_KEY, NoiseSet, config_params
+from affectsim_bridge.world.scene import load_scene
 from affectsim_bridge.views import View, render_views
 from affectsim_bridge.world_thread import WorldThread
 from affectsim_core.actions import Action
@@ -68,7 +68,7 @@ MAX_VIEW_SIZE = 4096  # px, side of RenderViews' resized frames
 RENDER_BUDGET_BYTES = 256 * 2 ** 20  # frames of one RenderViews reply (views x width x height x 3)
 ANSWERED_KEEP = 32  # recent replies kept per service for repeated request ids
 
-NOISE_PARAMS: tuple[Param, ...] = (  # derived from the noise-model registry (affectsim_bridge.noise)
+NOISE_PARAMS: tuple[Param, ...] = (  # derived from the noise-model registry (affectsim_bridge.world.noise)
     Param(SEED_KEY, 0, "noise seed of the start scene (load_world requests carry their own noise_seed)",
           bounds=(0, 2 ** 32 - 1)),
     *(Param(key, default, description, bounds=bounds) for key, default, bounds, description in config_params()),

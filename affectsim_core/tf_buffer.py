@@ -27,7 +27,6 @@ from __future__ import annotations
 import bisect
 import math
 import threading
-import time
 from dataclasses import dataclass, field
 
 import numpy as np

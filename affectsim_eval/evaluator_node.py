@@ -19,12 +19,12 @@ from affectsim_core.episode import Episode
 from affectsim_core.protocol import FAMILIES, MAX_ACTIONS, MAX_PLANNER_CALLS, PAPER_FAMILIES, SPLITS
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.timing import StageTimes
-from affectsim_eval.config import DATA_DIR, MAX_BUDGET, EvalConfig, EvalData, run_meta, select_episodes
-from affectsim_eval.loop import evaluate_safely, run_episodes
-from affectsim_eval.orchestrator import evaluate_episode
-from affectsim_eval.report import write_report
+from affectsim_eval.run.config import DATA_DIR, MAX_BUDGET, EvalConfig, EvalData, run_meta, select_episodes
+from affectsim_eval.run.loop import evaluate_safely, run_episodes
+from affectsim_eval.episode.orchestrator import evaluate_episode
+from affectsim_eval.run.report import write_report
 from affectsim_core.ros.observer_client import GraphError
-from affectsim_eval.ros_world import RosEvalWorld
+from affectsim_eval.episode.ros_world import RosEvalWorld
 from affectsim_nav.base_control import EXECUTIONS
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS

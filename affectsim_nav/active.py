@@ -1,6 +1,6 @@
 """One active-observation episode (A-Obs), stepped stage by stage.
 
-The same loop runs in-process (:class:`~affectsim_eval.worlds.SimulatorWorld`, the evaluation's
+The same loop runs in-process (:class:`~affectsim_eval.episode.worlds.SimulatorWorld`, the evaluation's
 world) and in the nav node (:class:`~affectsim_nav.ros_world.RosWorld`), so both give identical
 trajectories for the same episode. Each step: the policy sees the newest observation and decides; after a stable handoff
 the observations are the clip's frames; a ``Decision.goal`` is planned and followed by the built-in

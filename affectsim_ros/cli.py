@@ -27,31 +27,31 @@ from pathlib import Path
 
 import rclpy
 
-from affectsim_bridge import scene_generator
+from affectsim_bridge.content import scene_generator
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
-from affectsim_bridge.humans import library
+from affectsim_bridge.content import library
 from affectsim_bridge.humans.bvh import export_bvh, import_bvh, label_from_name, read_joint_map
 from affectsim_bridge.humans.features import library_stats
-from affectsim_bridge.humans.library import Library
+from affectsim_bridge.content.library import Library
 from affectsim_bridge.humans.motion import SOLO_ACTIONS
-from affectsim_bridge.humans.preview import write_preview
+from affectsim_bridge.content.preview import write_preview
 from affectsim_bridge.humans.reactive import HUMANS_MODES
-from affectsim_bridge.humans.validate import validate_library
-from affectsim_bridge.navigable import NavigableSpace
-from affectsim_bridge.scene import builtin_scene_ids, load_scene
+from affectsim_bridge.content.validate import validate_library
+from affectsim_bridge.world.navigable import NavigableSpace
+from affectsim_bridge.world.scene import builtin_scene_ids, load_scene
 from affectsim_core.errors import AffectSimError, InvalidInput
 from affectsim_core.names import inside
 from affectsim_core.plugins import load_plugins
 from affectsim_core.protocol import EMOTIONS, FAMILIES, MAX_ACTIONS, MAX_PLANNER_CALLS, PAPER_FAMILIES, SPLITS
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.env import ensure_loopback
-from affectsim_eval.config import DATA_DIR, EvalConfig
+from affectsim_eval.run.config import DATA_DIR, EvalConfig
 from affectsim_eval.dataset import build as dbuild
 from affectsim_eval.dataset import fingerprint, inspect
 from affectsim_eval.dataset.context import MAX_CONTEXT_F1
-from affectsim_eval.report import write_report
-from affectsim_eval.runner import run_eval
-from affectsim_eval.train import SUBSET, TRAINERS, train
+from affectsim_eval.run.report import write_report
+from affectsim_eval.run.runner import run_eval
+from affectsim_eval.training.train import SUBSET, TRAINERS, train
 from affectsim_nav.nav_node import MAX_GOAL_COUNT
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS

@@ -16,7 +16,7 @@ import affectsim_nav  # noqa: F401  (registers the shipped policies)
 import affectsim_perception  # noqa: F401  (registers the person detectors and recognizers)
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
 from affectsim_bridge.humans.reactive import HUMANS_MODES
-from affectsim_bridge.scene import resolve_scene_path
+from affectsim_bridge.world.scene import resolve_scene_path
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import FAMILIES, MODES, PAPER_FAMILIES, SPLITS
 from affectsim_core.ros.topics import TOPICS

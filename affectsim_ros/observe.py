@@ -36,8 +36,8 @@ from affectsim_core.ros.conversions import diagnostics_from_msg, from_time, imag
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.sensors import rgb_array
 from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES
-from affectsim_eval.config import trained_on
-from affectsim_eval.store import ResultsStore
+from affectsim_eval.run.config import trained_on
+from affectsim_eval.run.store import ResultsStore
 from affectsim_interfaces.action import AcquireObservation, Recognize
 from affectsim_nav.ros_world import frame_observation
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from affectsim_bridge.navigable import NavigableSpace
-from affectsim_bridge.scene import Scene
+from affectsim_bridge.world.navigable import NavigableSpace
+from affectsim_bridge.world.scene import Scene
 from affectsim_core.actions import Action
 from affectsim_core.contact_sheet import contact_sheet, map_image, save_png
 from affectsim_core.geometry import wrap_angle

@@ -16,8 +16,8 @@ ensure_loopback()
 def small_data(tmp_path_factory):
     """A small data directory built like the real one: motions/, scenes/ (4) and episodes/ (scale
     0.004: 16 test episodes); (root, dataset build report). Read-only for tests."""
-    from affectsim_bridge.humans.library import build
-    from affectsim_bridge.scene_generator import build_scenes
+    from affectsim_bridge.content.library import build
+    from affectsim_bridge.content.scene_generator import build_scenes
     from affectsim_eval.dataset.build import build_dataset
 
     root = tmp_path_factory.mktemp("data")

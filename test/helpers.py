@@ -4,7 +4,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from affectsim_bridge.scene import parse_scene
+from affectsim_bridge.world.scene import parse_scene
 from affectsim_core.protocol import EMOTIONS, SETTINGS
 from affectsim_core.record import EpisodeRecord
 

@@ -27,7 +27,7 @@ import numpy as np
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
 from affectsim_bridge.humans.generator import generate
-from affectsim_bridge.humans.preview import studio_scene
+from affectsim_bridge.content.preview import studio_scene
 from affectsim_bridge.humans.styles import Performer
 from affectsim_core.camera import CameraIntrinsics
 from affectsim_core.geometry import Pose2D, Transform, look_at_rotation

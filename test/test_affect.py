@@ -15,7 +15,7 @@ from affectsim_core.affect import (
     segments_from_windows,
 )
 from affectsim_core.errors import InvalidInput
-from affectsim_eval.affect_metrics import (
+from affectsim_eval.scoring.affect_metrics import (
     ccc,
     match_transitions,
     mean_tiou,
@@ -134,7 +134,7 @@ def test_correlations_on_hand_computed_series():
 
 
 def test_a_vad_head_is_fit_on_train_chooses_its_strength_on_val_and_stays_in_range():
-    from affectsim_eval.vad_fit import fit_vad_head, vad_quality
+    from affectsim_eval.training.vad_fit import fit_vad_head, vad_quality
     from affectsim_perception.recognizers.vad_head import has_vad_head, vad_head
 
     rng = np.random.default_rng(0)

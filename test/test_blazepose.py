@@ -18,7 +18,7 @@ def frames():
     """Rendered avatars at 2-4 m, 224x224 (what recognizers get) and 640x480 (the head camera)."""
     from affectsim_bridge.backends.base import HumanPlacement
     from affectsim_bridge.humans.generator import generate
-    from affectsim_bridge.humans.preview import studio_scene
+    from affectsim_bridge.content.preview import studio_scene
     from affectsim_bridge.humans.styles import Performer
     from affectsim_core.camera import CameraIntrinsics
     from affectsim_core.clips import resize

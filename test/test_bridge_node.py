@@ -17,8 +17,8 @@ from geometry_msgs.msg import Pose2D as Pose2DMsg
 from rcl_interfaces.srv import DescribeParameters, SetParameters
 from rclpy.parameter import Parameter
 
-from affectsim_bridge.humans.library import build
-from affectsim_bridge.scene import BUILTIN_DIR
+from affectsim_bridge.content.library import build
+from affectsim_bridge.world.scene import BUILTIN_DIR
 from affectsim_core.actions import Action
 from affectsim_core.ros import tf_tree
 from affectsim_core.ros.bridge_client import LATCHED, TOPICS, BridgeClient

@@ -5,7 +5,7 @@ import pytest
 
 from affectsim_bridge.humans.bvh import export_bvh, import_bvh, label_from_name, own_joint_map, parse_bvh
 from affectsim_bridge.humans.generator import generate
-from affectsim_bridge.humans.library import Library, add_motions, build
+from affectsim_bridge.content.library import Library, add_motions, build
 from affectsim_bridge.humans.skeleton import forward_kinematics
 from affectsim_bridge.humans.styles import Performer
 from affectsim_core.errors import InvalidInput

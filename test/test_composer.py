@@ -8,7 +8,7 @@ import pytest
 
 from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.styles import Performer
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.world.scene import load_scene
 from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import quat_from_yaw

@@ -12,7 +12,7 @@ import pytest
 import rclpy
 from geometry_msgs.msg import Twist
 
-from affectsim_bridge.humans.library import Library, build
+from affectsim_bridge.content.library import Library, build
 from affectsim_core.actions import Action
 from affectsim_core.protocol import FORWARD_M, STEP_SECONDS, TURN_RAD
 from affectsim_core.ros.action_client import ActionClient

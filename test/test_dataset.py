@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from affectsim_bridge.humans.library import Library
+from affectsim_bridge.content.library import Library
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import CHALLENGES, EMOTIONS
 from affectsim_eval.dataset.episodes import dataset_version, load_split, read_manifest, write_split
@@ -141,7 +141,7 @@ def test_balance_problems_name_a_missing_emotion_and_a_leaking_context(small):
 
 
 def test_the_evolving_family_is_performer_disjoint_plays_from_the_start_and_is_chosen_explicitly(small):
-    from affectsim_eval.config import EvalConfig, select_episodes
+    from affectsim_eval.run.config import EvalConfig, select_episodes
 
     root, manifest = small
     eps = {s: [e for e in load_split(s, root / "episodes") if e.family == "evolving"] for s in ("train", "val", "test")}
@@ -165,7 +165,7 @@ def test_the_evolving_family_is_performer_disjoint_plays_from_the_start_and_is_c
     from affectsim_eval.dataset import inspect
 
     inspect._init(str(root / "motions"), str(root / "scenes"))
-    from affectsim_bridge.scene import load_scene
+    from affectsim_bridge.world.scene import load_scene
     from affectsim_eval.dataset.composer import SceneContext
 
     ctx = SceneContext(load_scene(bad.scene_id, root / "scenes"))

@@ -22,14 +22,14 @@ from rosbags.highlevel import AnyReader
 from affectsim_core.errors import InvalidInput
 from affectsim_core.record import comparable
 from affectsim_core.ros.env import loopback_env, pick_domain_id
-from affectsim_eval.config import EvalConfig, run_meta, trained_on
+from affectsim_eval.run.config import EvalConfig, run_meta, trained_on
 from affectsim_eval.dataset.episodes import load_split, read_manifest
-from affectsim_eval.loop import evaluate_safely
-from affectsim_eval.ray_shards import _start
-from affectsim_eval.recording import typestore
-from affectsim_eval.report import write_report
-from affectsim_eval.runner import EpisodeWorker, run_eval
-from affectsim_eval.store import ResultsStore
+from affectsim_eval.run.loop import evaluate_safely
+from affectsim_eval.run.ray_shards import _start
+from affectsim_eval.episode.recording import typestore
+from affectsim_eval.run.report import write_report
+from affectsim_eval.run.runner import EpisodeWorker, run_eval
+from affectsim_eval.run.store import ResultsStore
 from affectsim_ros.launcher import GraphProcesses
 
 AFFECTSIM = [sys.executable, "-m", "affectsim_ros.cli"]
@@ -354,7 +354,7 @@ def _vlm_answer(body: dict) -> str:
 def _with_an_evolving_episode(data, out):
     """A copy of the small dataset whose test split also holds one evolving episode: an
     observation-controlled episode whose target performs an evolving clip (phase 0)."""
-    from affectsim_bridge.humans.library import Library
+    from affectsim_bridge.content.library import Library
     from affectsim_core.protocol import SPLITS
     from affectsim_eval.dataset.episodes import dataset_version, write_split
 
@@ -381,10 +381,10 @@ def test_an_evolving_episode_is_observed_as_window_streams_in_process_and_throug
     import numpy as np
     from helpers import Server
 
-    from affectsim_bridge.humans.library import Library
+    from affectsim_bridge.content.library import Library
     from affectsim_core.protocol import SETTINGS
     from affectsim_core.record import EpisodeRecord
-    from affectsim_eval.metrics import compute_all
+    from affectsim_eval.scoring.metrics import compute_all
     from affectsim_perception.recognizers import RECOGNIZERS
 
     data = tmp_path / "data"

@@ -15,7 +15,7 @@ from affectsim_bridge.humans.motion import (
     transition_error,
 )
 from affectsim_bridge.humans.styles import Performer
-from affectsim_bridge.humans.validate import Report, check_motion
+from affectsim_bridge.content.validate import Report, check_motion
 from affectsim_core.affect import label_at
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS

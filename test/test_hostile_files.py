@@ -23,16 +23,16 @@ import numpy as np
 import pytest
 from helpers import box_room
 
-from affectsim_bridge.humans.library import Library
+from affectsim_bridge.content.library import Library
 from affectsim_bridge.humans.motion import MAX_CLIP_FILE_BYTES, MAX_JOINT_RAD, load_motion
 from affectsim_core.errors import InvalidInput
 from affectsim_core.names import inside
 from affectsim_core.readers import MAX_DEPTH
-from affectsim_eval.config import DATASET_KEY
+from affectsim_eval.run.config import DATASET_KEY
 from affectsim_eval.dataset import inspect
 from affectsim_eval.dataset.episodes import dataset_version, load_split
-from affectsim_eval.loop import run_episodes
-from affectsim_eval.store import ResultsStore
+from affectsim_eval.run.loop import run_episodes
+from affectsim_eval.run.store import ResultsStore
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR, load_checkpoint
 
 AFFECTSIM = str(Path(sys.executable).parent / "affectsim")
@@ -326,7 +326,7 @@ def test_damaged_results_stores_are_one_line_naming_the_store(capsys, tmp_path):
     good = _store(tmp_path / "good", "SELECT 1")
     for bad in (deep, db):
         _command_refused(sys.executable, COMPARE_RUNS, good.parent, bad.parent, names=(f"{bad}: episode e0",))
-    from affectsim_eval.report import write_report
+    from affectsim_eval.run.report import write_report
 
     with pytest.raises(InvalidInput, match=r"data_dir/results\.sqlite: run metadata\.data_dir=5 is invalid"):
         write_report(_store(tmp_path / "data_dir", "UPDATE run SET meta = ?", '{"config": {}, "data_dir": 5}').parent)

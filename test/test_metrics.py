@@ -7,12 +7,12 @@ import numpy as np
 import pytest
 from helpers import box_room, evolving_records, hand_made_records, typed
 
-from affectsim_bridge.navigable import NavigableSpace
-from affectsim_bridge.scene import load_scene, parse_scene
-from affectsim_bridge.scene_generator import generate_scene
+from affectsim_bridge.world.navigable import NavigableSpace
+from affectsim_bridge.world.scene import load_scene, parse_scene
+from affectsim_bridge.content.scene_generator import generate_scene
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS, SETTINGS
-from affectsim_eval.metrics import (
+from affectsim_eval.scoring.metrics import (
     METRICS,
     active_gain,
     annulus_points,
@@ -327,7 +327,7 @@ def test_streams_are_validated_naming_the_field():
 
 
 def test_report_shows_evolving_affect_tables_only_with_evolving_episodes():
-    from affectsim_eval.report import render, summarize
+    from affectsim_eval.run.report import render, summarize
 
     text = render(summarize(typed(hand_made_records() + evolving_records())), {}, [], {})
     assert "## Evolving affect: segments and transitions" in text and "| a | mean tIoU | 75.8 |" in text

@@ -8,10 +8,10 @@ import pytest
 
 from affectsim_bridge.humans.features import library_stats
 from affectsim_bridge.humans.generator import generate
-from affectsim_bridge.humans.library import INTERACTIONS, Library, build
+from affectsim_bridge.content.library import INTERACTIONS, Library, build
 from affectsim_bridge.humans.motion import save_motion
 from affectsim_bridge.humans.styles import Performer
-from affectsim_bridge.humans.validate import Report, check_motion, validate_library
+from affectsim_bridge.content.validate import Report, check_motion, validate_library
 from affectsim_core.classification import macro_f1
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS

@@ -13,7 +13,7 @@ from affectsim_bridge.backends.base import HumanPlacement, SimulatorBackend
 from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.motion import Motion
 from affectsim_bridge.humans.styles import Performer
-from affectsim_bridge.scene import Scene, load_scene
+from affectsim_bridge.world.scene import Scene, load_scene
 from affectsim_bridge.views import render_views
 from affectsim_core.actions import Action
 from affectsim_core.clips import Clip, clip_steps, clip_times, sample_indices
@@ -22,10 +22,10 @@ from affectsim_core.geometry import Pose2D
 from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.protocol import EMOTIONS
 from affectsim_eval.dataset.composer import describe
-from affectsim_eval.orchestrator import evaluate_episode
-from affectsim_eval.passive import body_track, p_init_views, p_mon_views, p_ref_clip, visible_fraction
-from affectsim_eval.reference import MAX_STEP, BodyTrack, frame_yaw, plan_reference, smooth_frame
-from affectsim_eval.worlds import InProcessWorld, SimulatorWorld
+from affectsim_eval.episode.orchestrator import evaluate_episode
+from affectsim_eval.episode.passive import body_track, p_init_views, p_mon_views, p_ref_clip, visible_fraction
+from affectsim_eval.episode.reference import MAX_STEP, BodyTrack, frame_yaw, plan_reference, smooth_frame
+from affectsim_eval.episode.worlds import InProcessWorld, SimulatorWorld
 from affectsim_nav.active import ActiveEpisode, run_active
 from affectsim_nav.executor import ActionExecutor, BudgetExhausted
 from affectsim_nav.planner import GridPlanner

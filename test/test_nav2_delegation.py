@@ -20,7 +20,7 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 
-from affectsim_bridge.humans.library import Library, build
+from affectsim_bridge.content.library import Library, build
 from affectsim_core.ros import tf_tree
 from affectsim_core.ros.action_client import ActionClient
 from affectsim_core.ros.bridge_client import BridgeClient

@@ -11,8 +11,8 @@ from action_msgs.msg import GoalStatus
 
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
-from affectsim_bridge.humans.library import Library, build
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.content.library import Library, build
+from affectsim_bridge.world.scene import load_scene
 from affectsim_core.geometry import Pose2D
 from affectsim_core.observation import EpisodeInfo
 from affectsim_core.ros.action_client import ActionClient
@@ -20,7 +20,7 @@ from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import SERVICES
 from affectsim_eval.dataset.composer import describe
-from affectsim_eval.worlds import SimulatorWorld
+from affectsim_eval.episode.worlds import SimulatorWorld
 from affectsim_interfaces.action import AcquireObservation, FollowPerson, Handoff, SearchPerson
 from affectsim_nav.active import run_active
 from affectsim_nav.policy import create_policy

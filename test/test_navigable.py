@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from helpers import box_room
 
-from affectsim_bridge.navigable import NavigableSpace
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.world.navigable import NavigableSpace
+from affectsim_bridge.world.scene import load_scene
 
 R = 0.3
 

@@ -1,4 +1,4 @@
-"""Noise models (affectsim_bridge.noise): statistics, determinism, ranges, and the bridge's refusals."""
+"""Noise models (affectsim_bridge.world.noise): statistics, determinism, ranges, and the bridge's refusals."""
 
 import math
 import subprocess
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from affectsim_bridge.backends.base import SimulatorBackend
-from affectsim_bridge.noise import (
+from affectsim_bridge.world.noise import (
     NOISE_MODELS,
     ActuationNoise,
     CameraLatency,

@@ -44,6 +44,32 @@ def test_packages_are_levels_without_cycles():
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout
     assert "upward imports between packages: 0" in proc.stdout and "peer imports between packages:   0" in proc.stdout
+    assert "upward imports between sub-packages: 0" in proc.stdout and "peer imports between sub-packages:   0" in proc.stdout
+    assert "sub-package cycles (all imports): 0" in proc.stdout
+
+
+def test_sub_levels_order_the_parts_of_a_package():
+    """Within a package: down to a lower sibling or from the root down is fine; up, to a peer or back up to the root is not."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("import_graph", ROOT / "tools" / "import_graph.py")
+    graph = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = graph  # its dataclasses look their module up
+    spec.loader.exec_module(graph)
+    levels = {"p.low": 1, "p.mid": 2, "p.mid2": 2, "p.high": 3, "p.mid.inner": 1, "p.mid.outer": 2}
+    verdict = graph.sub_verdict
+    assert verdict("p.high.a", "p.low.b", levels) is None
+    assert verdict("p.node", "p.high.a", levels) is None  # the root is the top
+    assert verdict("p.low.a", "p.low.b", levels) is None
+    assert verdict("p.low.a", "p.high.b", levels) == "upward"
+    assert verdict("p.mid.a", "p.mid2.b", levels) == "peer"
+    assert verdict("p.mid.a", "p.node", levels) == "back-up"
+    assert verdict("p.mid.a", "p", levels) == "back-up"  # the package's __init__ is its root too
+    assert verdict("p.mid.outer.x", "p.mid.inner.y", levels) is None  # nested levels count among siblings
+    assert verdict("p.mid.inner.y", "p.mid.outer.x", levels) == "upward"
+    assert verdict("p.mid.inner.y", "p.mid.base", levels) == "back-up"
+    for sub in graph.DEFAULT_SUBLEVELS:
+        assert (ROOT / sub.replace(".", "/") / "__init__.py").is_file(), sub
 
 
 def test_the_repository_explains_itself_no_file_refers_outside_it():

@@ -10,7 +10,7 @@ import pytest
 import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
-from affectsim_bridge.humans.library import Library, build
+from affectsim_bridge.content.library import Library, build
 from affectsim_core.actions import Action
 from affectsim_core.person_tracking import locate
 from affectsim_core.ros.action_client import ActionClient

@@ -16,12 +16,12 @@ from helpers import Server, evolving_records, hand_made_records, typed
 
 import affectsim_nav  # noqa: F401  (registers the shipped policies)
 import affectsim_perception  # noqa: F401  (registers the person detectors and recognizers)
-from affectsim_bridge import fetch_model
+from affectsim_bridge.backends.mujoco import fetch_model
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement, LaserSpec, SimulatorBackend
 from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.styles import Performer
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.world.scene import load_scene
 from affectsim_core.actions import Action
 from affectsim_core.clips import resize
 from affectsim_core.errors import MissingDependency
@@ -29,8 +29,8 @@ from affectsim_core.geometry import Pose2D
 from affectsim_core.observation import EpisodeInfo
 from affectsim_core.person_tracking import DETECTORS, PersonDetection
 from affectsim_core.protocol import EMOTIONS, Outcome
-from affectsim_eval.metrics import METRICS
-from affectsim_eval.worlds import SimulatorWorld
+from affectsim_eval.scoring.metrics import METRICS
+from affectsim_eval.episode.worlds import SimulatorWorld
 from affectsim_nav.active import run_active
 from affectsim_nav.policy import POLICIES, create_policy
 from affectsim_perception.person_model import clear_pose_cache

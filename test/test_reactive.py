@@ -9,7 +9,7 @@ import pytest
 
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.world.scene import load_scene
 from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.reactive import REACTIONS, SUBSTEP_S, Attention, Reactions
 from affectsim_bridge.humans.styles import Performer
@@ -18,8 +18,8 @@ from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import Pose2D
 from affectsim_eval.dataset.composer import describe
-from affectsim_eval.orchestrator import evaluate_episode
-from affectsim_eval.worlds import InProcessWorld
+from affectsim_eval.episode.orchestrator import evaluate_episode
+from affectsim_eval.episode.worlds import InProcessWorld
 from affectsim_nav.policy import create_policy
 from affectsim_perception.person_model import BlazePose
 from affectsim_perception.recognizers import RECOGNIZERS

@@ -9,7 +9,7 @@ import pytest
 from affectsim_bridge.backends import BACKENDS
 from affectsim_core.episode import Episode, EpisodeHuman
 from affectsim_core.protocol import EMOTIONS
-from affectsim_eval.train import TRAINERS
+from affectsim_eval.training.train import TRAINERS
 from affectsim_perception.recognizers import RECOGNIZERS, ClipInput, load_checkpoint
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR
 
@@ -20,7 +20,7 @@ LOCAL = [n for n in RECOGNIZERS.names() if n != "vlm-openai"]  # the VLM client:
 def clips():
     from affectsim_bridge.backends.base import HumanPlacement
     from affectsim_bridge.humans.generator import generate
-    from affectsim_bridge.humans.preview import studio_scene
+    from affectsim_bridge.content.preview import studio_scene
     from affectsim_bridge.humans.styles import Performer
     from affectsim_core.camera import CameraIntrinsics
     from affectsim_core.clips import resize
@@ -114,7 +114,7 @@ def test_pose_features_of_mirrored_and_empty_clips():
 def test_training_subsets_grow_by_disjoint_stratified_tiers():
     from collections import Counter
 
-    from affectsim_eval.train import _subset, tiered_subset
+    from affectsim_eval.training.train import _subset, tiered_subset
 
     eps = [Episode(f"e{i:04d}", "scene_000", (0.0, 0.0, 0.0), (1.0, 0.0, 0.0, 0.0),
                    ("action_grounded", "dyadic")[i % 2], None, EMOTIONS[i % 5], "walk", "g", i, None,
@@ -133,8 +133,8 @@ def test_rendering_reuses_cached_clips_and_resumes_where_it_was_interrupted(tmp_
     from functools import partial
 
     from affectsim_eval.dataset.episodes import load_split
-    from affectsim_eval.training_data import load_clips
-    from affectsim_eval.training_data import render_split as render
+    from affectsim_eval.training.training_data import load_clips
+    from affectsim_eval.training.training_data import render_split as render
 
     data, _ = small_data
     render_split = partial(render, motions=data / "motions", scenes_dir=data / "scenes")

@@ -18,10 +18,10 @@ from helpers import evolving_records, hand_made_records, social_records, typed
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS
 from affectsim_core.registry import Registry
-from affectsim_eval import train as train_module
-from affectsim_eval.metrics import METRICS, Metric, compute_all, is_record_field, metric_needs, ordered
-from affectsim_eval.report import render, summarize
-from affectsim_eval.train import TRAINERS, Trainer
+from affectsim_eval.training import train as train_module
+from affectsim_eval.scoring.metrics import METRICS, Metric, compute_all, is_record_field, metric_needs, ordered
+from affectsim_eval.run.report import render, summarize
+from affectsim_eval.training.train import TRAINERS, Trainer
 from affectsim_perception.recognizers import RECOGNIZERS, ClipInput, Prediction, Recognizer, load_checkpoint
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR
 

@@ -6,7 +6,7 @@ from helpers import box_room
 
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement, LaserSpec
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.world.scene import load_scene
 from affectsim_core.actions import Action
 from affectsim_core.camera import CameraIntrinsics
 from affectsim_core.errors import InvalidInput, MissingDependency

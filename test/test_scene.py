@@ -3,7 +3,7 @@ import copy
 import pytest
 import yaml
 
-from affectsim_bridge.scene import BUILTIN_DIR, load_scene, parse_scene
+from affectsim_bridge.world.scene import BUILTIN_DIR, load_scene, parse_scene
 from affectsim_core.errors import InvalidInput
 
 

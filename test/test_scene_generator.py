@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from affectsim_bridge import scene as scene_mod
-from affectsim_bridge.scene import Rect, parse_scene, resolve_scene_path
-from affectsim_bridge.scene_generator import _overlap, build_scenes, check_scene, generate_scene
+from affectsim_bridge.world import scene as scene_mod
+from affectsim_bridge.world.scene import Rect, parse_scene, resolve_scene_path
+from affectsim_bridge.content.scene_generator import _overlap, build_scenes, check_scene, generate_scene
 from affectsim_core.errors import InvalidInput
 
 
@@ -50,8 +50,8 @@ def test_generated_ids_resolve_only_when_built(tmp_path, monkeypatch):
 
 
 def test_a_layout_that_fails_its_checks_is_replaced_by_the_next_attempt():
-    from affectsim_bridge.scene import parse_scene
-    from affectsim_bridge.scene_generator import check_scene, generate_scene
+    from affectsim_bridge.world.scene import parse_scene
+    from affectsim_bridge.content.scene_generator import check_scene, generate_scene
 
     first, second = generate_scene(37, 0), generate_scene(37, 0, attempt=1)
     assert check_scene(parse_scene(first, first["id"]))["problems"]  # scene_037's first layout: rooms unreachable

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from affectsim_core.errors import InvalidInput
-from affectsim_eval.store import ResultsStore
+from affectsim_eval.run.store import ResultsStore
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = {"split": "test", "seed": 7, "recognizers": {"face": "fer-v1", "pose": "st-gcn"}, "policy": "greedy"}
@@ -209,7 +209,7 @@ def test_put_waits_for_another_writers_lock(store):
 
 WRITER = textwrap.dedent("""
     import math, sys
-    from affectsim_eval.store import ResultsStore
+    from affectsim_eval.run.store import ResultsStore
     store = ResultsStore.open(sys.argv[1], {"config": {"seed": 1}})
     for i in range(100000):
         eid = f"ep{i:06d}"

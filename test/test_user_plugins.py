@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from affectsim_core.ros.env import loopback_env, pick_domain_id
-from affectsim_eval.store import ResultsStore
+from affectsim_eval.run.store import ResultsStore
 
 PLUGIN = '''
 from affectsim_core.actions import Action

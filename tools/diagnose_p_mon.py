@@ -16,16 +16,16 @@ from pathlib import Path
 
 import numpy as np
 
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.world.scene import load_scene
 from affectsim_core.camera import FETCH_HEAD_CAMERA, CameraIntrinsics
 from affectsim_core.errors import AffectSimError
 from affectsim_core.geometry import look_at_rotation
 from affectsim_core.record import EpisodeRecord
-from affectsim_eval.config import DATA_DIR
+from affectsim_eval.run.config import DATA_DIR
 from affectsim_eval.dataset.episodes import load_split
-from affectsim_eval.metrics import compute_all
-from affectsim_eval.report import REFERENCES
-from affectsim_eval.store import ResultsStore
+from affectsim_eval.scoring.metrics import compute_all
+from affectsim_eval.run.report import REFERENCES
+from affectsim_eval.run.store import ResultsStore
 
 PELVIS_HEIGHT_M = 0.9
 

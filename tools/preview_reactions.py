@@ -20,7 +20,7 @@ from PIL import Image, ImageDraw
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
 from affectsim_bridge.humans.generator import generate
-from affectsim_bridge.humans.preview import studio_scene
+from affectsim_bridge.content.preview import studio_scene
 from affectsim_bridge.humans.styles import Performer
 from affectsim_core.actions import Action
 from affectsim_core.camera import CameraIntrinsics

@@ -98,7 +98,7 @@ fi
 FASTDDS_DEFAULT_PROFILES_FILE="$ROOT/config/fastdds_loopback.xml" ROS_DOMAIN_ID=0 MUJOCO_GL=egl \
   env -u ROS_AUTOMATIC_DISCOVERY_RANGE "$VENV/bin/python" - <<'PY'
 import rclpy, tf2_msgs.msg, affectsim_interfaces.srv, mujoco, affectsim_bridge, affectsim_ros
-from affectsim_bridge.fetch_model import assets_dir
+from affectsim_bridge.backends.mujoco.fetch_model import assets_dir
 assert (assets_dir() / "fetch" / "robot.xml").is_file()
 print(f"[setup] ok: rclpy, tf2_msgs, affectsim_interfaces, mujoco {mujoco.__version__}, Fetch model")
 PY

@@ -1,4 +1,6 @@
-"""Simulator backends, registered by name: ``mujoco`` (default) and ``habitat`` (optional)."""
+"""Simulator backends, registered by name: ``mujoco`` (default, :mod:`affectsim_bridge.backends.mujoco`) and
+``habitat`` (optional), over the one interface of :mod:`~affectsim_bridge.backends.base` (level 2 of
+:mod:`affectsim_bridge`; imports ``humans`` and ``world``)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ DEFAULT_BACKEND = "mujoco"
 
 @BACKENDS.register("mujoco")
 def _mujoco(**kwargs) -> SimulatorBackend:
-    from affectsim_bridge.backends.mujoco_backend import MujocoBackend  # MuJoCo and EGL load only when used
+    from affectsim_bridge.backends.mujoco.mujoco_backend import MujocoBackend  # MuJoCo and EGL load only when used
 
     return MujocoBackend(**kwargs)
 

@@ -4,7 +4,7 @@ A backend owns one loaded scene, the Fetch robot and the people in it, renders
 RGB-D from the head camera or any camera pose, casts the base laser, and reports
 ground truth. Motion is kinematic and shared by every backend (this base class):
 discrete actions and velocity commands move the base through
-:class:`~affectsim_bridge.navigable.NavigableSpace`, so every backend clips moves
+:class:`~affectsim_bridge.world.navigable.NavigableSpace`, so every backend clips moves
 identically and runs are repeatable bit for bit.
 
 Frames: ``map`` (z up, floor at z = 0); camera poses are ROS optical frames
@@ -23,8 +23,8 @@ from affectsim_bridge.humans.body import BodyShape
 from affectsim_bridge.humans.motion import Motion
 from affectsim_bridge.humans.reactive import HUMANS_MODES, PERSON_RADIUS_M, Reactions
 from affectsim_bridge.humans.skeleton import DOF_INDEX, DOFS, PELVIS_HEIGHT
-from affectsim_bridge.navigable import NavigableSpace
-from affectsim_bridge.scene import Scene
+from affectsim_bridge.world.navigable import NavigableSpace
+from affectsim_bridge.world.scene import Scene
 from affectsim_core.actions import Action, MoveResult
 from affectsim_core.camera import CameraIntrinsics
 from affectsim_core.episode import MAX_PHASE_S
@@ -247,7 +247,7 @@ class SimulatorBackend(abc.ABC):
     def apply_action(self, action: Action | int, realised: tuple[float, float] | None = None) -> MoveResult:
         """Apply one discrete action (lockstep): advances sim time by 0.25 s. ``realised`` (translation m
         along the heading at mid-step, rotation rad) replaces the action's nominal motion (FORWARD_M, or
-        +-TURN_RAD) when given: actuation noise (:class:`affectsim_bridge.noise.ActuationNoise`)."""
+        +-TURN_RAD) when given: actuation noise (:class:`affectsim_bridge.world.noise.ActuationNoise`)."""
         self._require_loaded()
         try:
             action = Action(int(action))

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -209,7 +209,7 @@ class Reactions:
     """The reaction state of every person of one loaded world, driven by the physical robot.
 
     ``people``: the world's :class:`~affectsim_bridge.backends.base.HumanPlacement` list; ``nav``: its
-    :class:`~affectsim_bridge.navigable.NavigableSpace` (robot radius = ``nav.radius``);
+    :class:`~affectsim_bridge.world.navigable.NavigableSpace` (robot radius = ``nav.radius``);
     ``line_of_sight``: the backend's visibility query; ``robot``: the start pose (sim time 0).
     """
 

@@ -26,10 +26,10 @@ from typing import Callable
 import numpy as np
 
 from affectsim_bridge.backends.base import check_people
-from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
-from affectsim_bridge.humans.library import Library
-from affectsim_bridge.scene import load_scene
-from affectsim_bridge.scene_generator import SCENES_DIR, read_scene_library
+from affectsim_bridge.content.library import DEFAULT_DIR as MOTIONS_DIR
+from affectsim_bridge.content.library import Library
+from affectsim_bridge.world.scene import load_scene
+from affectsim_bridge.content.scene_generator import SCENES_DIR, read_scene_library
 from affectsim_core.atomic import staged_dir
 from affectsim_core.episode import Episode, EpisodeHuman
 from affectsim_core.errors import InvalidInput

@@ -39,14 +39,14 @@ from affectsim_bridge.backends.base import PERSON_RADIUS_M, HumanPlacement
 from affectsim_bridge.humans.body import BOTTOMS, TOPS
 from affectsim_bridge.humans.motion import Motion
 from affectsim_bridge.humans.skeleton import JOINTS, POINTS, forward_kinematics
-from affectsim_bridge.navigable import NavigableSpace
-from affectsim_bridge.scene import Scene
+from affectsim_bridge.world.navigable import NavigableSpace
+from affectsim_bridge.world.scene import Scene
 from affectsim_core.camera import FETCH_HEAD_CAMERA
 from affectsim_core.clips import clip_steps, clip_times, sample_indices
 from affectsim_core.colours import colour_name
 from affectsim_core.geometry import Pose2D, look_at_rotation, wrap_angle
 from affectsim_core.ros.topics import OPTICAL_FRAME
-from affectsim_eval.reference import ANGLES, DISTANCES
+from affectsim_eval.episode.reference import ANGLES, DISTANCES
 
 HUMAN_RADIUS = 0.2  # m, clearance a performer's pelvis keeps from obstacles
 REAR = math.radians(135)  # rad, relative orientation from which the robot sees the performer's back

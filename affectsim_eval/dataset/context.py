@@ -20,7 +20,7 @@ from typing import Sequence
 
 import numpy as np
 
-from affectsim_bridge.humans.library import Library
+from affectsim_bridge.content.library import Library
 from affectsim_core.classification import macro_f1
 from affectsim_core.episode import Episode
 from affectsim_core.protocol import EMOTIONS

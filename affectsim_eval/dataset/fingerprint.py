@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-from affectsim_bridge.humans import library
-from affectsim_bridge.scene_generator import build_scenes
+from affectsim_bridge.content import library
+from affectsim_bridge.content.scene_generator import build_scenes
 from affectsim_core.atomic import write_json
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import SPLITS

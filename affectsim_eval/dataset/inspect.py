@@ -22,10 +22,10 @@ from matplotlib.figure import Figure  # no pyplot: no global state, no display
 from PIL import Image, ImageDraw
 
 from affectsim_bridge.backends.base import HumanPlacement, check_people
-from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
-from affectsim_bridge.humans.library import Library
-from affectsim_bridge.scene import load_scene
-from affectsim_bridge.scene_generator import SCENES_DIR, read_scene_library
+from affectsim_bridge.content.library import DEFAULT_DIR as MOTIONS_DIR
+from affectsim_bridge.content.library import Library
+from affectsim_bridge.world.scene import load_scene
+from affectsim_bridge.content.scene_generator import SCENES_DIR, read_scene_library
 from affectsim_core.camera import CameraIntrinsics
 from affectsim_core.contact_sheet import map_image, save_png
 from affectsim_core.episode import Episode
@@ -35,7 +35,7 @@ from affectsim_core.protocol import EMOTIONS, SPLITS
 from affectsim_eval.dataset.composer import SceneContext, realised
 from affectsim_eval.dataset.context import MAX_CONTEXT_F1, context_shortcut
 from affectsim_eval.dataset.episodes import DATASET_DIR, load_split, read_manifest
-from affectsim_eval.passive import placements
+from affectsim_eval.episode.passive import placements
 
 #: Initial-view measures shown by ``dataset stats`` (composer.py defines them), with column titles.
 STATS = {"initial_distance": "distance m", "relative_orientation": "rel.orient deg", "visible_fraction": "visible",

@@ -1,6 +1,6 @@
 """A recognizer's valence-arousal-dominance head: ridge regression on its own clip features.
 
-Trained on the train split only by ``affectsim train`` (``affectsim_eval.vad_fit.fit_vad_head``:
+Trained on the train split only by ``affectsim train`` (``affectsim_eval.training.vad_fit.fit_vad_head``:
 features standardised with the train mean and deviation, the ridge strength chosen on val by mean
 concordance), stored in the recognizer's checkpoint as :data:`VAD_ARRAYS`; a checkpoint without
 them makes no VAD estimate. Outputs are clipped to [-1, 1].

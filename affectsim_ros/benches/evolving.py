@@ -16,11 +16,11 @@ from pathlib import Path
 
 from affectsim_core.atomic import write_json
 from affectsim_core.record import EpisodeRecord, comparable
-from affectsim_eval.config import DATA_DIR, EvalConfig, select_episodes
-from affectsim_eval.metrics import compute_all
-from affectsim_eval.report import write_report
-from affectsim_eval.runner import run_eval
-from affectsim_eval.store import ResultsStore
+from affectsim_eval.run.config import DATA_DIR, EvalConfig, select_episodes
+from affectsim_eval.scoring.metrics import compute_all
+from affectsim_eval.run.report import write_report
+from affectsim_eval.run.runner import run_eval
+from affectsim_eval.run.store import ResultsStore
 from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.benches import add_dataset_options, add_out, bench
 

@@ -20,9 +20,9 @@ import numpy as np
 
 from affectsim_core.atomic import write_json
 from affectsim_core.record import comparable
-from affectsim_eval.config import DATA_DIR, EvalConfig, select_episodes
-from affectsim_eval.runner import run_eval
-from affectsim_eval.store import ResultsStore
+from affectsim_eval.run.config import DATA_DIR, EvalConfig, select_episodes
+from affectsim_eval.run.runner import run_eval
+from affectsim_eval.run.store import ResultsStore
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS
 from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.benches import add_dataset_options, add_out, bench

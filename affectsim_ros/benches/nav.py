@@ -25,11 +25,11 @@ import numpy as np
 from affectsim_core.atomic import write_json
 from affectsim_core.protocol import SETTINGS
 from affectsim_core.record import EpisodeRecord
-from affectsim_eval.config import DATA_DIR, EvalConfig
-from affectsim_eval.metrics import table6
-from affectsim_eval import paper
-from affectsim_eval.runner import run_eval
-from affectsim_eval.store import ResultsStore
+from affectsim_eval.run.config import DATA_DIR, EvalConfig
+from affectsim_eval.scoring.metrics import table6
+from affectsim_eval.scoring import paper
+from affectsim_eval.run.runner import run_eval
+from affectsim_eval.run.store import ResultsStore
 from affectsim_ros.benches import add_dataset_options, add_out, bench
 
 STAGES = ("render", "detection", "planning", "control", "passive")

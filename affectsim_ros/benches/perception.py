@@ -25,8 +25,8 @@ from matplotlib.figure import Figure  # no pyplot: no global state, no display
 from PIL import Image
 
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
-from affectsim_bridge.humans.library import Library
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.content.library import Library
+from affectsim_bridge.world.scene import load_scene
 from affectsim_core.atomic import write_json
 from affectsim_core.classification import macro_f1
 from affectsim_core.clips import clip_times, sample_indices
@@ -37,9 +37,9 @@ from affectsim_core.ros.conversions import image_msg, to_time
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import SERVICES
 from affectsim_eval.dataset.episodes import load_split
-from affectsim_eval.passive import p_ref_clip, placements
-from affectsim_eval.train import GOOD_VIEW, TRAINERS
-from affectsim_eval.training_data import DATA_DIR, VIEWS, load_clips
+from affectsim_eval.episode.passive import p_ref_clip, placements
+from affectsim_eval.training.train import GOOD_VIEW, TRAINERS
+from affectsim_eval.training.training_data import DATA_DIR, VIEWS, load_clips
 from affectsim_interfaces.action import Recognize
 from affectsim_perception.person_model import BlazePose, clear_pose_cache, clip_pose
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS, ClipInput, load_checkpoint

@@ -24,8 +24,8 @@ from geometry_msgs.msg import Twist
 
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import LaserSpec
-from affectsim_bridge.renderer import mujoco
-from affectsim_bridge.scene import load_scene
+from affectsim_bridge.backends.mujoco.renderer import mujoco
+from affectsim_bridge.world.scene import load_scene
 from affectsim_core.actions import Action
 from affectsim_core.geometry import Pose2D
 from affectsim_core.ros.bridge_client import BridgeClient

@@ -59,7 +59,7 @@ from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import from_time, image_msg, to_time
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import SERVICES
-from affectsim_eval.config import DATA_DIR, EvalData
+from affectsim_eval.run.config import DATA_DIR, EvalData
 from affectsim_eval.dataset.episodes import load_split
 from affectsim_interfaces.action import AcquireObservation, Recognize
 from affectsim_interfaces.msg import HumanPlacement

@@ -17,10 +17,10 @@ from pathlib import Path
 from affectsim_core.atomic import write_json
 from affectsim_core.errors import InvalidInput
 from affectsim_core.record import EpisodeRecord
-from affectsim_eval.config import EvalConfig
-from affectsim_eval.report import summarize, write_report
-from affectsim_eval.runner import run_eval
-from affectsim_eval.store import ResultsStore
+from affectsim_eval.run.config import EvalConfig
+from affectsim_eval.run.report import summarize, write_report
+from affectsim_eval.run.runner import run_eval
+from affectsim_eval.run.store import ResultsStore
 from affectsim_ros.benches.transfer import TABLE6_COLUMNS, table3_6
 from affectsim_ros.benches import add_dataset_options, add_out, add_runs_options, bench, conditions_of
 

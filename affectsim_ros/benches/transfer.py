@@ -27,16 +27,16 @@ from pathlib import Path
 import numpy as np
 
 from affectsim_bridge.bridge_node import NOISE_LOCKSTEP_ONLY
-from affectsim_bridge.noise import CONFIG_PREFIX, ENABLED, NOISE_MODELS
+from affectsim_bridge.world.noise import CONFIG_PREFIX, ENABLED, NOISE_MODELS
 from affectsim_core.atomic import write_json
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import SETTINGS
 from affectsim_core.record import EpisodeRecord
-from affectsim_eval.config import EvalConfig, select_episodes
+from affectsim_eval.run.config import EvalConfig, select_episodes
 from affectsim_core.resampling import Interval, bootstrap_interval
-from affectsim_eval.metrics import compute_all
-from affectsim_eval.report import REFERENCES, summarize
-from affectsim_eval.store import ResultsStore
+from affectsim_eval.scoring.metrics import compute_all
+from affectsim_eval.run.report import REFERENCES, summarize
+from affectsim_eval.run.store import ResultsStore
 from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.benches import add_dataset_options, add_out, add_runs_options, bench, conditions_of, positive_int
 

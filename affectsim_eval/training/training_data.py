@@ -1,7 +1,7 @@
 """Training clips for the recognizers, rendered from one dataset split under a spread of viewpoints.
 
 For each episode two head-camera viewpoints (seeded by the episode):
-- ``reference``: the episode's P-Ref observation (``affectsim_eval.passive.p_ref_clip``: the
+- ``reference``: the episode's P-Ref observation (``affectsim_eval.episode.passive.p_ref_clip``: the
   privileged reference observer's camera trajectory that keeps the performer in view), planned
   on the 8 sampled times rather than at full rate (6x cheaper, nearly the same viewpoint), so
   the good views trained on are those the benchmark's reference condition gives;
@@ -29,10 +29,10 @@ import numpy as np
 from PIL import Image
 
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
-from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
-from affectsim_bridge.humans.library import Library
-from affectsim_bridge.scene import load_scene
-from affectsim_bridge.scene_generator import SCENES_DIR
+from affectsim_bridge.content.library import DEFAULT_DIR as MOTIONS_DIR
+from affectsim_bridge.content.library import Library
+from affectsim_bridge.world.scene import load_scene
+from affectsim_bridge.content.scene_generator import SCENES_DIR
 from affectsim_core.atomic import staged_dir
 from affectsim_core.clips import clip_times, resize, sample_indices
 from affectsim_core.episode import Episode
@@ -40,11 +40,11 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import Pose2D
 from affectsim_core.protocol import EMOTIONS
 from affectsim_core.readers import read_json
-from affectsim_eval.passive import body_track, p_ref_clip, placements
-from affectsim_eval.reference import view_quality
+from affectsim_eval.episode.passive import body_track, p_ref_clip, placements
+from affectsim_eval.episode.reference import view_quality
 from affectsim_perception.person_model import BlazePose, clip_pose
 
-DATA_DIR = Path(__file__).resolve().parents[1] / "data" / "perception"
+DATA_DIR = Path(__file__).resolve().parents[2] / "data" / "perception"
 SMALL = 64  # px, stored frames for rgb-clip
 VIEWS = ("reference", "random")
 GENERATOR = 3  # bump when the clips change (cached clips of another generator are re-rendered)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from affectsim_bridge.humans.generator import ANKLE_H
-from affectsim_bridge.humans.library import Library
+from affectsim_bridge.content.library import Library
 from affectsim_bridge.humans.motion import TRANSITION_LIMITS, Motion, loop_error, transition_error
 from affectsim_bridge.humans.skeleton import DOF_HI, DOF_LO, DOFS, JOINT_INDEX, POINTS, forward_kinematics
 from affectsim_core.errors import InvalidInput

@@ -23,7 +23,7 @@ from affectsim_core.episode import Episode
 from affectsim_core.geometry import Pose2D, Transform, look_at_rotation
 from affectsim_core.observation import EpisodeInfo
 from affectsim_core.ros.topics import OPTICAL_FRAME
-from affectsim_eval.reference import BodyTrack, ReferencePlan, plan_reference, view_quality
+from affectsim_eval.episode.reference import BodyTrack, ReferencePlan, plan_reference, view_quality
 
 
 # ------------------------------------------------------------------------------ the episode's world

@@ -29,11 +29,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from affectsim_bridge.navigable import NavigableSpace
+from affectsim_bridge.world.navigable import NavigableSpace
 from affectsim_core.affect import segments_from_windows
-from affectsim_core.classification import label_index, label_indices, macro_f1, per_class_f1
+from affectsim_core.classification import label_index, label_indices, macro_f1
 from affectsim_core.errors import InvalidInput
-from affectsim_eval.affect_metrics import (
+from affectsim_eval.scoring.affect_metrics import (
     mean_tiou,
     segment_count_accuracy,
     segment_emotion_accuracy,
@@ -43,8 +43,8 @@ from affectsim_eval.affect_metrics import (
 from affectsim_core.protocol import EMOTIONS, ESPL_RADII, SETTINGS
 from affectsim_core.record import Diagnostics, EpisodeRecord
 from affectsim_core.registry import Registry
-from affectsim_eval import paper
-from affectsim_eval.markdown import NAMES, gain, num, pct, signed, table
+from affectsim_eval.scoring import paper
+from affectsim_eval.scoring.markdown import NAMES, gain, num, pct, signed, table
 
 GROUP = "group"  # reserved key: the result of the trained recognizers' group (their mean scores)
 #: reference recognizers: listed in the report, never in the group
@@ -292,7 +292,7 @@ class Metric:
     - ``shows``: the metrics whose results its report section shows (they render no section of their own);
     - :meth:`applies`: whether it is defined for a run's records (the report leaves the others out);
     - :meth:`compute`: the result over the records;
-    - :meth:`summary`: its entries of the report summary (:func:`affectsim_eval.report.summarize`);
+    - :meth:`summary`: its entries of the report summary (:func:`affectsim_eval.run.report.summarize`);
     - :meth:`section`: its Markdown section of the report.
 
     The report computes, summarises and renders every registered metric in :func:`ordered` order, so
@@ -671,6 +671,30 @@ class MacroF1ByFamily(Metric):
         return lines
 
 
+def social_by_emotion(records) -> dict[str, dict]:
+    """Per target emotion (and "all") over records with social measures: episodes, % where the target
+    noticed the robot, mean seconds the target reacted, mean length (m) and extent (m) of the
+    target's displacement, median smallest gap (m), mean % of poses in the intimate and personal
+    zones, and contacts in all."""
+    out = {}
+    groups = {e: [r for r in records if r.social is not None and r.label == e] for e in EMOTIONS}
+    groups["all"] = [r for r in records if r.social is not None]
+    for e, rs in groups.items():
+        if not rs:
+            continue
+        tgt = [next(p for p in r.social.people if p["id"] == "target") for r in rs]  # people are named by role
+        out[e] = {"n": len(rs),
+                  "noticed_pct": 100.0 * float(np.mean([t["noticed_at"] is not None for t in tgt])),
+                  "reacting_s": float(np.mean([t["reacting_s"] for t in tgt])),
+                  "path_m": float(np.mean([t["path_m"] for t in tgt])),
+                  "max_shift_m": float(np.mean([t["max_shift_m"] for t in tgt])),
+                  "min_gap_m": float(np.median([r.social.min_gap_m for r in rs])),
+                  "intimate_pct": float(np.mean([r.social.intimate_pct for r in rs])),
+                  "personal_pct": float(np.mean([r.social.personal_pct for r in rs])),
+                  "contacts": int(sum(r.social.contacts for r in rs))}
+    return out
+
+
 @METRICS.register("social_measures")
 class Social(Metric):
     description = ("Reactive people: per target emotion, episodes, % noticed, reacting s, displacement, gaps and "
@@ -678,8 +702,6 @@ class Social(Metric):
     needs = ("social", "label", "macro_f1", "per_class_recall")
 
     def compute(self, records, inputs=None) -> dict[str, dict]:
-        from affectsim_eval.social import social_by_emotion  # the simulator's people: only where it is measured
-
         return social_by_emotion(records)  # {} unless people were reactive
 
     def summary(self, result, s):

@@ -12,10 +12,10 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
-from affectsim_bridge import fetch_model
+from affectsim_bridge.backends.mujoco import fetch_model
 from affectsim_bridge.humans.body import BodyShape, geom_layout
 from affectsim_bridge.humans.skeleton import JOINTS
-from affectsim_bridge.scene import Furniture, Scene
+from affectsim_bridge.world.scene import Furniture, Scene
 from affectsim_core.geometry import look_at_rotation, matrix_to_quat
 
 HUMAN_SLOTS = 2

@@ -19,16 +19,16 @@ import numpy as np
 from matplotlib.figure import Figure  # no pyplot: no global state, no display
 from PIL import Image
 
-from affectsim_bridge.navigable import NavigableSpace
-from affectsim_bridge.scene import load_scene, resolve_scene_path
+from affectsim_bridge.world.navigable import NavigableSpace
+from affectsim_bridge.world.scene import load_scene, resolve_scene_path
 from affectsim_core.atomic import staged_dir
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import SETTINGS
 from affectsim_core.record import EpisodeRecord
-from affectsim_eval.config import DATA_DIR
-from affectsim_eval.markdown import NAMES, pct
-from affectsim_eval.metrics import METRICS, REFERENCES, compute_all, ordered, trained
-from affectsim_eval.store import ResultsStore
+from affectsim_eval.run.config import DATA_DIR
+from affectsim_eval.scoring.markdown import NAMES, pct
+from affectsim_eval.scoring.metrics import METRICS, REFERENCES, compute_all, ordered, trained
+from affectsim_eval.run.store import ResultsStore
 
 __all__ = ["NAMES", "REFERENCES", "render", "summarize", "validity", "write_report"]
 MAPS = 4  # example episodes in the trajectory figure

@@ -1,9 +1,9 @@
 """Where an episode is evaluated: the :class:`EvalWorld` interface and its in-process implementation.
 
-The episode orchestrator (:mod:`affectsim_eval.orchestrator`) asks a world to instantiate the
+The episode orchestrator (:mod:`affectsim_eval.episode.orchestrator`) asks a world to instantiate the
 episode, render the passive settings' views, run the active observation and recognise clips.
 :class:`InProcessWorld` does all of it in this process on one simulator backend;
-:class:`~affectsim_eval.ros_world.RosEvalWorld` does it through the ROS graph (bridge, nav and
+:class:`~affectsim_eval.episode.ros_world.RosEvalWorld` does it through the ROS graph (bridge, nav and
 perception nodes). Both keep a privileged ``geometry`` backend for the reference observer, the
 visible-body fractions and d*(r), so the same episode gives the same record in either.
 """
@@ -16,7 +16,7 @@ from typing import Mapping, Protocol
 import numpy as np
 
 from affectsim_bridge.backends.base import HumanPlacement, SimulatorBackend
-from affectsim_bridge.scene import Scene
+from affectsim_bridge.world.scene import Scene
 from affectsim_bridge.views import View, render_views
 from affectsim_core.actions import Action, MoveResult
 from affectsim_core.clips import sample_indices
@@ -25,7 +25,7 @@ from affectsim_core.observation import Observation
 from affectsim_core.protocol import CLIP_SIZE, STREAM_STRIDE, Outcome
 from affectsim_core.record import Diagnostics
 from affectsim_core.timing import NULL, StageTimes
-from affectsim_eval.passive import episode_info
+from affectsim_eval.episode.passive import episode_info
 from affectsim_nav.active import run_active
 from affectsim_nav.policy import Policy
 from affectsim_perception.recognizers.base import ClipInput, Prediction, Recognizer, StreamInput

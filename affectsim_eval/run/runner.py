@@ -1,8 +1,8 @@
 """In-process runs (``affectsim eval``): episodes evaluated in worker processes or Ray actors, through
-the one episode loop (:func:`affectsim_eval.loop.run_episodes`).
+the one episode loop (:func:`affectsim_eval.run.loop.run_episodes`).
 
 Each worker holds a backend, a policy and the recognizers (:class:`EpisodeWorker`) and evaluates
-one episode at a time with the orchestrator on an :class:`~affectsim_eval.worlds.InProcessWorld`.
+one episode at a time with the orchestrator on an :class:`~affectsim_eval.episode.worlds.InProcessWorld`.
 Workers are seeded by nothing but the episode: a record does not depend on the worker, the order
 or the number of workers.
 """
@@ -22,11 +22,11 @@ from affectsim_core.person_tracking import DETECTORS
 from affectsim_core.plugins import load_plugins
 from affectsim_core.protocol import PAPER_FAMILIES
 from affectsim_core.timing import StageTimes, TimedDetector
-from affectsim_eval.config import DATA_DIR, EvalConfig, EvalData, run_meta, select_episodes
-from affectsim_eval.loop import EpisodeResult, RunSummary, evaluate_safely, run_episodes
-from affectsim_eval.orchestrator import evaluate_episode
-from affectsim_eval.ray_shards import ray_map
-from affectsim_eval.worlds import InProcessWorld
+from affectsim_eval.run.config import DATA_DIR, EvalConfig, EvalData, run_meta, select_episodes
+from affectsim_eval.run.loop import EpisodeResult, RunSummary, evaluate_safely, run_episodes
+from affectsim_eval.episode.orchestrator import evaluate_episode
+from affectsim_eval.run.ray_shards import ray_map
+from affectsim_eval.episode.worlds import InProcessWorld
 from affectsim_nav.policy import create_policy
 from affectsim_perception.recognizers import RECOGNIZERS
 
@@ -95,7 +95,7 @@ def run_eval(out: Path, cfg: EvalConfig, workers: int = 2, ray_address: str | No
              allow_dataset_mismatch: bool = False) -> RunSummary:
     """Evaluate the run's pending episodes into ``out/results.sqlite`` (resuming a previous run);
     ``data`` holds the motions, scenes and episodes. A checkpoint trained on another dataset version is
-    refused unless ``allow_dataset_mismatch`` (:func:`~affectsim_eval.config.run_meta`)."""
+    refused unless ``allow_dataset_mismatch`` (:func:`~affectsim_eval.run.config.run_meta`)."""
     cfg.validate()
     if workers < 1:
         raise InvalidInput("workers", workers, "at least 1")

@@ -1,6 +1,6 @@
 """Episodes sharded over a Ray cluster (``affectsim eval --ray ADDRESS``).
 
-Each Ray actor is one worker (:class:`~affectsim_eval.runner.EpisodeWorker`) (backend, policy and
+Each Ray actor is one worker (:class:`~affectsim_eval.run.runner.EpisodeWorker`) (backend, policy and
 recognizers, one CPU); the driver hands the next pending episode to whichever actor is free and
 writes every returned record into the run's store itself (one writer, so the store and its
 resume logic are the same as for a local run, and workers need no shared disk). A record does

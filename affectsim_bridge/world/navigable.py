@@ -24,7 +24,7 @@ from scipy import ndimage
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
-from affectsim_bridge.scene import Scene
+from affectsim_bridge.world.scene import Scene
 
 _EPS = 1e-6
 _CORNER_STEPS = 3  # 90 deg per corner in 3 chords of 30 deg

@@ -1,6 +1,6 @@
 """One benchmark episode, evaluated: the one orchestration of docs/protocol.md §5-§8.
 
-For an episode and an :class:`~affectsim_eval.worlds.EvalWorld` (in-process or the ROS graph):
+For an episode and an :class:`~affectsim_eval.episode.worlds.EvalWorld` (in-process or the ROS graph):
 
 1. the privileged ``geometry`` backend is loaded with the episode and the passive settings' views
    are planned on it (P-Init: camera fixed at x0; P-Ref: the reference observer; P-Mon: the room's
@@ -14,12 +14,12 @@ For an episode and an :class:`~affectsim_eval.worlds.EvalWorld` (in-process or t
    records compare exactly.
 
 An evolving episode (the target's clip changes emotion) is also observed as window streams over
-one interval in every setting (:mod:`affectsim_eval.streams`); the record gains ``streams``.
+one interval in every setting (:mod:`affectsim_eval.episode.streams`); the record gains ``streams``.
 
 With reactive people (``humans="reactive"``) the passive settings show them reacting to the robot
 standing at x0 (the virtual cameras of P-Ref and P-Mon are never noticed), A-Obs shows them reacting
 to the robot's acquisition, and the record gains the social measures
-(:mod:`affectsim_eval.social`), computed on the geometry backend replayed along the trajectory.
+(:mod:`affectsim_eval.episode.social`), computed on the geometry backend replayed along the trajectory.
 """
 
 from __future__ import annotations
@@ -29,19 +29,19 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from affectsim_bridge.navigable import NavigableSpace
-from affectsim_bridge.scene import Scene
+from affectsim_bridge.world.navigable import NavigableSpace
+from affectsim_bridge.world.scene import Scene
 from affectsim_core.clips import clip_times, sample_indices
 from affectsim_core.episode import Episode
 from affectsim_core.protocol import CLIP_FRAMES, ESPL_RADII, PASSIVE_SETTINGS, SETTINGS, STEP_SECONDS
 from affectsim_core.record import ActiveSummary, AffectStreams, EpisodeRecord, ReferenceChoice, SocialSummary
 from affectsim_core.timing import NULL, StageTimes
-from affectsim_eval.metrics import d_star
-from affectsim_eval.passive import passive_views, placements, visible_fraction
-from affectsim_eval.reference import ReferencePlan
-from affectsim_eval.social import replay_reactions, social_summary
-from affectsim_eval.streams import is_evolving, stream_times, streams_record
-from affectsim_eval.worlds import Acquisition, EvalWorld
+from affectsim_eval.scoring.metrics import d_star
+from affectsim_eval.episode.passive import passive_views, placements, visible_fraction
+from affectsim_eval.episode.reference import ReferencePlan
+from affectsim_eval.episode.social import replay_reactions, social_summary
+from affectsim_eval.episode.streams import is_evolving, stream_times, streams_record
+from affectsim_eval.episode.worlds import Acquisition, EvalWorld
 from affectsim_perception.recognizers.base import Prediction
 
 

@@ -29,8 +29,8 @@ from PIL import Image
 from scipy import ndimage
 
 from affectsim_bridge.backends import BACKENDS
-from affectsim_bridge.navigable import NavigableSpace
-from affectsim_bridge.scene import Rect, Scene, parse_scene
+from affectsim_bridge.world.navigable import NavigableSpace
+from affectsim_bridge.world.scene import Rect, Scene, parse_scene
 from affectsim_core.atomic import staged_dir
 from affectsim_core.camera import CameraIntrinsics
 from affectsim_core.contact_sheet import map_image, save_png
@@ -39,7 +39,7 @@ from affectsim_core.geometry import Pose2D, Transform, look_at_rotation
 from affectsim_core.names import check_name
 from affectsim_core.readers import read_json
 
-SCENES_DIR = Path(__file__).resolve().parents[1] / "data" / "scenes"
+SCENES_DIR = Path(__file__).resolve().parents[2] / "data" / "scenes"
 SCENE_LIBRARY_FORMAT = "affectsim-scene-library/1"
 MAX_LIBRARY_MANIFEST_BYTES = 4 * 2 ** 20  # the scene library's manifest (57 scenes: 18 KB)
 N_APARTMENTS, N_OFFICES = 40, 17

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
-from affectsim_bridge.humans.library import Library
+from affectsim_bridge.content.library import Library
 from affectsim_bridge.humans.reactive import HUMANS_MODES
-from affectsim_bridge.scene import Scene, load_scene
+from affectsim_bridge.world.scene import Scene, load_scene
 from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import FAMILIES, MAX_ACTIONS, MAX_PLANNER_CALLS, PAPER_FAMILIES, SPLITS

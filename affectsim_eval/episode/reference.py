@@ -27,7 +27,7 @@ from typing import Callable
 
 import numpy as np
 
-from affectsim_bridge.navigable import NavigableSpace
+from affectsim_bridge.world.navigable import NavigableSpace
 from affectsim_core.camera import CameraIntrinsics
 from affectsim_core.geometry import look_at_rotation
 

@@ -10,13 +10,13 @@ import math
 
 import numpy as np
 
-from affectsim_bridge import fetch_model
+from affectsim_bridge.backends.mujoco import fetch_model
 from affectsim_bridge.backends.base import RGBD, LaserSpec, RobotConfig, SimulatorBackend
 from affectsim_bridge.humans.body import BodyShape, geom_layout
 from affectsim_bridge.humans.skeleton import DOFS, JOINTS, root_rotation
-from affectsim_bridge.mjcf_builder import HUMAN_SLOTS, PARK_Z, build_mjcf
-from affectsim_bridge.renderer import RGBDRenderer, mujoco
-from affectsim_bridge.scene import Scene
+from affectsim_bridge.backends.mujoco.mjcf_builder import HUMAN_SLOTS, PARK_Z, build_mjcf
+from affectsim_bridge.backends.mujoco.renderer import RGBDRenderer, mujoco
+from affectsim_bridge.world.scene import Scene
 from affectsim_core.camera import FETCH_HEAD_CAMERA, CameraIntrinsics
 from affectsim_core.geometry import Transform, matrix_to_quat
 

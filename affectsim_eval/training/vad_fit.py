@@ -13,7 +13,7 @@ from typing import Callable
 import numpy as np
 
 from affectsim_core.affect import VAD_DIMENSIONS
-from affectsim_eval.affect_metrics import ccc, pearson
+from affectsim_eval.scoring.affect_metrics import ccc, pearson
 
 ALPHAS = (0.1, 1.0, 10.0, 100.0, 1000.0, 10000.0)
 

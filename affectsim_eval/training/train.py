@@ -8,7 +8,7 @@
    so that a rerun gives the same weights), select the epoch with the best val macro-F1 and fit a
    softmax temperature on val.
    pose-temporal and rgb-clip also fit a VAD head on their own clip features (ridge, strength
-   chosen on val: ``affectsim_eval.vad_fit``); the committee combines its members' VAD with its
+   chosen on val: ``affectsim_eval.training.vad_fit``); the committee combines its members' VAD with its
    weights; majority stores the train split's mean VAD per class.
 3. Write ``affectsim_perception/checkpoints/NAME/{weights.npz, manifest.json}``: weights SHA-256,
    the dataset version and splits' SHA-256 (the evaluator refuses a checkpoint trained on another
@@ -28,8 +28,8 @@ from typing import Callable
 
 import numpy as np
 
-from affectsim_bridge.humans.library import DEFAULT_DIR as MOTIONS_DIR
-from affectsim_bridge.humans.library import Library
+from affectsim_bridge.content.library import DEFAULT_DIR as MOTIONS_DIR
+from affectsim_bridge.content.library import Library
 from affectsim_core.atomic import staged_dir
 from affectsim_core.classification import macro_f1
 from affectsim_core.episode import Episode
@@ -39,8 +39,8 @@ from affectsim_core.provenance import code_version
 from affectsim_core.readers import read_json
 from affectsim_core.registry import Registry
 from affectsim_eval.dataset.episodes import DATASET_DIR, load_split, read_manifest
-from affectsim_eval.training_data import DATA_DIR, GENERATOR, VIEWS, load_clips, render_split
-from affectsim_eval.vad_fit import fit_vad_head, vad_quality
+from affectsim_eval.training.training_data import DATA_DIR, GENERATOR, VIEWS, load_clips, render_split
+from affectsim_eval.training.vad_fit import fit_vad_head, vad_quality
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR
 from affectsim_perception.recognizers.committee import MEMBERS, load_members, member_probs, member_vad
 from affectsim_perception.recognizers.pose_temporal import (
@@ -275,7 +275,7 @@ class PoseTemporalTrainer(Trainer):
     """An MLP ensemble on pose features (train clips and their mirror images), and a VAD head."""
 
     def fit(self, data):
-        from affectsim_eval import fitting  # torch: loaded only when a network is trained
+        from affectsim_eval.training import fitting  # torch: loaded only when a network is trained
 
         clips, labels, vad = data.clips, data.labels, data.vad
         feats = {s: _pose_feats(clips[s]) for s in ("train", "val")}
@@ -303,7 +303,7 @@ class RgbClipTrainer(Trainer):
     """A small CNN on 64x64 frames with a linear layer and a temperature, and a VAD head on its clip vectors."""
 
     def fit(self, data):
-        from affectsim_eval import fitting  # torch: loaded only when a network is trained
+        from affectsim_eval.training import fitting  # torch: loaded only when a network is trained
 
         clips, labels, vad = data.clips, data.labels, data.vad
         weights, curve = fitting.fit_rgb_clip(clips["train"][1], labels["train"], clips["val"][1], labels["val"],

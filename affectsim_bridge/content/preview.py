@@ -20,7 +20,7 @@ from PIL import Image, ImageDraw
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
 from affectsim_bridge.humans.motion import Motion
-from affectsim_bridge.scene import Scene, parse_scene
+from affectsim_bridge.world.scene import Scene, parse_scene
 from affectsim_core.affect import label_at
 from affectsim_core.camera import CameraIntrinsics
 from affectsim_core.geometry import Pose2D, Transform, look_at_rotation

@@ -1,6 +1,6 @@
 """Fitting the recognizers' networks with PyTorch (CPU, deterministic): the pose-temporal ensemble
 and rgb-clip, each kept at its best validation epoch and calibrated by a temperature on val.
-Used by :func:`affectsim_eval.train.train`; the shipped recognizers run the fitted weights in numpy.
+Used by :func:`affectsim_eval.training.train.train`; the shipped recognizers run the fitted weights in numpy.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ except ImportError as exc:  # recording is optional; this module is imported onl
 TOPICS = {NAMES["rgb"]: "sensor_msgs/msg/Image", NAMES["odom"]: "nav_msgs/msg/Odometry",
           NAMES["person_detections"]: "affectsim_interfaces/msg/PersonDetections"}
 CLIP_TOPIC = "/affectsim/acquired_clip"
-_MSG_DIR = Path(__file__).resolve().parents[1] / "affectsim_interfaces" / "msg"
+_MSG_DIR = Path(__file__).resolve().parents[2] / "affectsim_interfaces" / "msg"
 
 
 def typestore():

@@ -1,4 +1,4 @@
-"""The ROS graph as an :class:`~affectsim_eval.worlds.EvalWorld`: the evaluator's side of the benchmark.
+"""The ROS graph as an :class:`~affectsim_eval.episode.worlds.EvalWorld`: the evaluator's side of the benchmark.
 
 The evaluator (privileged: it knows the episode) asks the bridge to load the world
 (``/affectsim/load_world``) and to render the passive settings' views (``/affectsim/render_views``),
@@ -20,7 +20,7 @@ from rclpy.node import Node
 
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
-from affectsim_bridge.scene import Scene
+from affectsim_bridge.world.scene import Scene
 from affectsim_bridge.views import View
 from affectsim_core.clips import sample_indices
 from affectsim_core.episode import Episode
@@ -37,7 +37,7 @@ from affectsim_core.ros.conversions import (
     to_time,
 )
 from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES
-from affectsim_eval.worlds import Acquisition
+from affectsim_eval.episode.worlds import Acquisition
 from affectsim_interfaces.action import AcquireObservation, Recognize
 from affectsim_interfaces.msg import HumanPlacement as HumanMsg
 from affectsim_interfaces.srv import LoadWorld, RenderViews
@@ -59,7 +59,7 @@ class RosEvalWorld:
     def __init__(self, node: Node, recognizers: list[str], policy: str, backend: str = "mujoco",
                  timeout: float = 600.0, record_dir: Path | None = None) -> None:
         """``backend``: the registered backend of the local geometry copy; ``record_dir``: write an MCAP
-        recording of every A-Obs episode there (:mod:`affectsim_eval.recording`)."""
+        recording of every A-Obs episode there (:mod:`affectsim_eval.episode.recording`)."""
         group = ReentrantCallbackGroup()
         self.node = node
         self.load_cli = node.create_client(LoadWorld, SERVICES["load_world"], callback_group=group)
@@ -73,7 +73,7 @@ class RosEvalWorld:
         self.geometry = BACKENDS.create(backend)  # privileged copy of the world: views, visibility (never rendered)
         self.recorder = None
         if record_dir is not None:
-            from affectsim_eval.recording import EpisodeRecorder  # rosbags: only when recording
+            from affectsim_eval.episode.recording import EpisodeRecorder  # rosbags: only when recording
 
             self.recorder = EpisodeRecorder(node, record_dir)
 

@@ -27,7 +27,7 @@ FORMAT = "affectsim-scene/1"
 MAX_FILE_BYTES = 2 * 2 ** 20
 MAX_EXTENT_M = 50.0
 MAX_ROOMS, MAX_WALLS, MAX_FURNITURE, MAX_POLYGON = 64, 512, 512, 64
-BUILTIN_DIR = Path(__file__).resolve().parent / "scenes"
+BUILTIN_DIR = Path(__file__).resolve().parents[1] / "scenes"
 
 FURNITURE_TYPES = ("chair", "sofa", "bench", "bed", "table", "shelf", "cabinet", "plant", "partition")
 SEAT_TYPES = {"chair": 0.46, "sofa": 0.42, "bench": 0.45, "bed": 0.5}  # default seat height (m)
@@ -442,7 +442,7 @@ def _unique(r: _Reader, ids: list[str], path: str) -> None:
         seen.add(i)
 
 
-GENERATED_DIR = Path(__file__).resolve().parents[1] / "data" / "scenes"  # `affectsim scenes build`
+GENERATED_DIR = Path(__file__).resolve().parents[2] / "data" / "scenes"  # `affectsim scenes build`
 
 
 def builtin_scene_ids() -> list[str]:

@@ -13,9 +13,9 @@ import numpy as np
 
 from affectsim_bridge.backends.base import HumanPlacement, SimulatorBackend
 from affectsim_bridge.humans.reactive import PERSON_RADIUS_M
-from affectsim_bridge.scene import Scene
+from affectsim_bridge.world.scene import Scene
 from affectsim_core.geometry import Pose2D
-from affectsim_core.protocol import EMOTIONS, STEP_SECONDS
+from affectsim_core.protocol import STEP_SECONDS
 from affectsim_core.record import SocialSummary
 
 INTIMATE_M = 0.45  # Hall's proxemic zones (m): intimate below, personal up to PERSONAL_M
@@ -49,27 +49,3 @@ def social_summary(backend: SimulatorBackend, trajectory: list[tuple[float, floa
         contacts=int((gaps < CONTACT_M).sum()),
         people=tuple(backend.reactions.summary()),
     )
-
-
-def social_by_emotion(records) -> dict[str, dict]:
-    """Per target emotion (and "all") over records with social measures: episodes, % where the target
-    noticed the robot, mean seconds the target reacted, mean length (m) and extent (m) of the
-    target's displacement, median smallest gap (m), mean % of poses in the intimate and personal
-    zones, and contacts in all."""
-    out = {}
-    groups = {e: [r for r in records if r.social is not None and r.label == e] for e in EMOTIONS}
-    groups["all"] = [r for r in records if r.social is not None]
-    for e, rs in groups.items():
-        if not rs:
-            continue
-        tgt = [next(p for p in r.social.people if p["id"] == "target") for r in rs]  # people are named by role
-        out[e] = {"n": len(rs),
-                  "noticed_pct": 100.0 * float(np.mean([t["noticed_at"] is not None for t in tgt])),
-                  "reacting_s": float(np.mean([t["reacting_s"] for t in tgt])),
-                  "path_m": float(np.mean([t["path_m"] for t in tgt])),
-                  "max_shift_m": float(np.mean([t["max_shift_m"] for t in tgt])),
-                  "min_gap_m": float(np.median([r.social.min_gap_m for r in rs])),
-                  "intimate_pct": float(np.mean([r.social.intimate_pct for r in rs])),
-                  "personal_pct": float(np.mean([r.social.personal_pct for r in rs])),
-                  "contacts": int(sum(r.social.contacts for r in rs))}
-    return out

@@ -31,9 +31,9 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.names import inside
 from affectsim_core.record import EpisodeRecord
 from affectsim_core.timing import StageTimes
-from affectsim_eval.config import DATASET_KEY
-from affectsim_eval.orchestrator import EvaluatedEpisode
-from affectsim_eval.store import ResultsStore
+from affectsim_eval.run.config import DATASET_KEY
+from affectsim_eval.episode.orchestrator import EvaluatedEpisode
+from affectsim_eval.run.store import ResultsStore
 
 THUMB = 160  # px, side of each thumbnail frame
 
