@@ -70,6 +70,11 @@ def test_sub_levels_order_the_parts_of_a_package():
     assert verdict("p.mid.inner.y", "p.mid.base", levels) == "back-up"
     for sub in graph.DEFAULT_SUBLEVELS:
         assert (ROOT / sub.replace(".", "/") / "__init__.py").is_file(), sub
+    # the drawing: each levelled package a room holding its sub-packages; a broken rule a red arrow
+    text = graph.dot(graph.analyse(graph.DEFAULT_LEVELS))
+    for sub in graph.DEFAULT_SUBLEVELS:
+        assert f'"{sub}" [label=' in text, sub
+    assert 'subgraph "cluster_affectsim_eval"' in text and "color=red" not in text
 
 
 def test_the_repository_explains_itself_no_file_refers_outside_it():

@@ -34,7 +34,7 @@ Usage::
 
     python tools/import_graph.py                 # summary of this tree
     python tools/import_graph.py --list upward   # every upward import, file:line
-    python tools/import_graph.py --dot graph.dot # package graph for Graphviz
+    python tools/import_graph.py --dot graph.dot # package graph for Graphviz, sub-packages as rooms
     python tools/import_graph.py --check         # exit 1 if any rule is broken
     python tools/import_graph.py --list sub-upward   # every upward import between sub-packages
     python tools/import_graph.py --root OLD --level affectsim_bridge=2 --level affectsim_nav=3 \
@@ -323,6 +323,34 @@ def _sublevel_of(group: str, sublevels: dict[str, int]) -> str:
     return str(sublevels[group]) if group in sublevels else "root"
 
 
+def dot(r: dict) -> str:
+    """The import graph as Graphviz DOT: packages bottom-up by level, each package with levelled
+    sub-packages drawn as a room (a cluster) holding its root and its sub-packages with the imports
+    between them; a broken rule (upward, peer or back-up import) is a red arrow."""
+    levels, sublevels = r["levels"], r["sublevels"]
+    rooms = sorted({g.split(".")[0] for pair in r["sub_counts"] for g in pair})
+    broken = {(sub_group_of(imp.importer, sublevels), sub_group_of(t, sublevels))
+              for key in ("sub_upward", "sub_peer") for imp, t, _v in r[key]}
+    lines = ["digraph imports {", "  rankdir=BT;", "  compound=true;", "  node [shape=box, fontsize=10];"]
+    for pkg in rooms:
+        subs = sorted({g for pair in r["sub_counts"] for g in pair if g.split(".")[0] == pkg} | {pkg})
+        lines.append(f'  subgraph "cluster_{pkg}" {{')
+        lines.append(f'    label="{pkg} (level {level_of(pkg, levels)})"; style=rounded;')
+        for g in subs:
+            label = "root (nodes)" if g == pkg else f"{g[len(pkg) + 1:]} ({_sublevel_of(g, sublevels)})"
+            lines.append(f'    "{g}" [label="{label}"];')
+        for (a, b), n in sorted(r["sub_counts"].items()):
+            if a.split(".")[0] == pkg:
+                lines.append(f'    "{a}" -> "{b}" [label="{n}", color={"red" if (a, b) in broken else "grey40"}];')
+        lines.append("  }")
+    for (a, b), n in sorted(r["pair_counts"].items()):
+        la, lb = level_of(a, levels), level_of(b, levels)
+        colour = "red" if la is not None and lb is not None and lb >= la else "black"
+        ends = "".join(f', {k}="cluster_{p}"' for k, p in (("ltail", a), ("lhead", b)) if p in rooms)
+        lines.append(f'  "{a}" -> "{b}" [label="{n}", color={colour}{ends}];')
+    return "\n".join(lines + ["}"]) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--level", action="append", default=[], metavar="PREFIX=N",
@@ -394,13 +422,7 @@ def main(argv: list[str] | None = None) -> int:
         for item in r[key]:
             print("   ", _where(*item) if isinstance(item, tuple) else _where(item))
     if args.dot:
-        lines = ["digraph imports {", "  rankdir=BT;"]
-        for (a, b), n in sorted(r["pair_counts"].items()):
-            la, lb = level_of(a, levels), level_of(b, levels)
-            colour = "red" if la is not None and lb is not None and lb >= la else "black"
-            lines.append(f'  "{a}" -> "{b}" [label="{n}", color={colour}];')
-        lines.append("}")
-        args.dot.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        args.dot.write_text(dot(r), encoding="utf-8")
     if args.check:
         broken = (r["upward"] or r["peer"] or r["module_cycles"] or r["package_cycles"]
                   or r["fn_uncommented"] or r["sub_upward"] or r["sub_peer"] or r["sub_cycles"]
