@@ -26,8 +26,10 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import SETTINGS
 from affectsim_core.record import EpisodeRecord
 from affectsim_eval.run.config import DATA_DIR
+from affectsim_eval.scoring import paper
 from affectsim_eval.scoring.markdown import NAMES, pct
 from affectsim_eval.scoring.metrics import METRICS, REFERENCES, compute_all, ordered, trained
+from affectsim_eval.scoring.uncertainty import DISTINCT, GROUP, detectable, equivalent, greater
 from affectsim_eval.run.store import ResultsStore
 
 __all__ = ["NAMES", "REFERENCES", "render", "summarize", "validity", "write_report"]
@@ -55,28 +57,40 @@ def summarize(records: Sequence[EpisodeRecord]) -> dict:
 
 
 def validity(s: dict) -> list[str]:
-    """Whether the paper's findings hold here, with the numbers (group of trained recognizers)."""
-    g = s["group"]
+    """Whether the paper's findings hold here, each verdict read from its paired interval (group of
+    trained recognizers), beside the group of distinct models and the reference floors."""
+    g, iv = s["group"], s["intervals"]
     if not g:
         return ["No trained recognizer in this run: the findings concern trained recognizers."]
+    claims = {"p_ref": ("P-Ref > P-Init", "observation quality matters", greater),
+              "p_mon": ("P-Mon ≈ P-Init", "a room monitor is no substitute; ≈: the interval within ±3 points",
+                        equivalent),
+              "a_obs": ("A-Obs > P-Init", "the active policy recovers part of the gap", greater)}
+    floors = [n for n in REFERENCES if n in iv["gain"]]
     out = []
+    for x, (claim, meaning, verdict) in claims.items():
+        if x not in g:
+            continue
+        d = iv["gain"][GROUP][x]
+        line = (f"- **{claim}** ({meaning}): **{verdict(d)}** — {pct(g[x])} vs {pct(g['p_init'])} Macro-F1, "
+                f"{d.text(100)} points")
+        if iv["groups"] and iv["groups"][DISTINCT] != iv["groups"][GROUP]:
+            line += f"; each model once: {iv['gain'][DISTINCT][x].text(100)} ({verdict(iv['gain'][DISTINCT][x])})"
+        if floors:
+            line += "; noise floors: " + ", ".join(f"{n} {iv['gain'][n][x].text(100)}" for n in floors)
+        smallest = detectable(d)
+        out.append(line + (f". This run detects differences of {100 * smallest:.1f} points or more." if smallest
+                           else "."))
+    o, oi = s["group_ogr"], iv["ogr"].get(GROUP)
     if "p_ref" in g:
-        d = g["p_ref"] - g["p_init"]
-        out.append(f"- **P-Ref > P-Init** (observation quality matters): {'holds' if d > 0 else 'does not hold'} — "
-                   f"{pct(g['p_ref'])} vs {pct(g['p_init'])} Macro-F1 ({100 * d:+.1f} points).")
-    if "p_mon" in g:
-        d = g["p_mon"] - g["p_init"]
-        out.append(f"- **P-Mon ≈ P-Init** (a room monitor is no substitute): "
-                   f"{'holds' if abs(d) < 0.03 else 'does not hold'} — {pct(g['p_mon'])} vs {pct(g['p_init'])} "
-                   f"({100 * d:+.1f} points; ≈ means within 3 points).")
-    d = g["a_obs"] - g["p_init"]
-    out.append(f"- **A-Obs > P-Init** (the active policy recovers part of the gap): "
-               f"{'holds' if d > 0 else 'does not hold'} — {pct(g['a_obs'])} vs {pct(g['p_init'])} "
-               f"({100 * d:+.1f} points).")
-    o = s["group_ogr"]
-    if "p_ref" in g:
-        out.append(f"- **OGR** of the group means: {pct(o)} % (paper: 32.0 % open-source, 20.1 % closed-source "
-                   "models)" if o is not None else "- **OGR** is undefined here (P-Ref does not exceed P-Init).")
+        if o is None:
+            out.append("- **OGR** is undefined here (P-Ref does not exceed P-Init).")
+        else:
+            inside = [g for g, v in paper.TABLE3.items() if oi.contains(paper.value(v["ogr"]) / 100)]
+            out.append(f"- **OGR** of the group means: {oi.text(100, signed=False)} % "
+                       f"(undefined in {100 * oi.undefined:.1f} % of resamples); the paper's "
+                       + " and ".join(f"{v['ogr']} % ({g})" for g, v in paper.TABLE3.items())
+                       + f": {len(inside)} of {len(paper.TABLE3)} inside the interval.")
     return out
 
 

@@ -43,7 +43,7 @@ from affectsim_eval.scoring.affect_metrics import (
 from affectsim_core.protocol import EMOTIONS, ESPL_RADII, SETTINGS
 from affectsim_core.record import Diagnostics, EpisodeRecord
 from affectsim_core.registry import Registry
-from affectsim_eval.scoring import paper
+from affectsim_eval.scoring import paper, uncertainty
 from affectsim_eval.scoring.markdown import NAMES, gain, num, pct, signed, table
 
 GROUP = "group"  # reserved key: the result of the trained recognizers' group (their mean scores)
@@ -477,6 +477,27 @@ class OGR(Metric):
 
     def section(self, s, figures):
         return []  # a column of Table 3 (macro_f1)
+
+
+@METRICS.register("intervals")
+class Intervals(Metric):
+    """Every number of Tables 3 and 5 with its paired bootstrap interval (:mod:`~affectsim_eval.scoring.uncertainty`)."""
+
+    description = ("Paired bootstrap 95 % intervals (episodes resampled within each family, seeded) of every "
+                   "Macro-F1, gain over P-Init, OGR, Recovery Rate and E-SPL@r, per recognizer and group.")
+    needs = ("label", "family", "predictions", "a_obs.path_length", "d_star")
+
+    def compute(self, records, inputs=None) -> dict:
+        from affectsim_perception.recognizers import RECOGNIZERS  # which recognizers combine others
+
+        models = trained(_recognizers(records))
+        return uncertainty.intervals(records, models, {m: RECOGNIZERS.get(m).combines for m in models if m in RECOGNIZERS})
+
+    def summary(self, result, s):
+        return {"intervals": uncertainty.typed(result)}
+
+    def section(self, s, figures):
+        return uncertainty.section(s["intervals"], s["recognizers"])
 
 
 @METRICS.register("macro_f1_new_obs")

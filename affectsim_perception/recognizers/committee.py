@@ -56,6 +56,7 @@ class _NoDetector:
 
 @RECOGNIZERS.register("committee")
 class Committee(Recognizer):
+    combines = MEMBERS
     def __init__(self, checkpoint: str = "committee", detector=None) -> None:
         ck = load_checkpoint(checkpoint, required=("weights",))
         if tuple(ck.manifest.get("members", ())) != MEMBERS:

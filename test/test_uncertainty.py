@@ -1,0 +1,108 @@
+"""The report's intervals and verdicts (affectsim_eval.scoring.uncertainty): estimates equal the
+metrics', resamples are paired and stratified, verdicts follow the interval, not the estimate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from affectsim_core.protocol import EMOTIONS
+from affectsim_core.resampling import stratified_weights
+from affectsim_eval.run.report import render, summarize, validity
+from affectsim_eval.scoring.metrics import compute_all
+from affectsim_eval.scoring import uncertainty
+from affectsim_eval.scoring.uncertainty import DISTINCT, GROUP, distinct_models, episodes_needed, greater
+
+
+def intervals(*args, **kwargs):
+    return uncertainty.typed(uncertainty.intervals(*args, **kwargs))
+from helpers import hand_made_records, typed
+
+
+def _run(n: int, p_init: float, a_obs: float, seed: int = 0, families=("action_grounded", "dyadic")) -> list:
+    """``n`` paired episodes: recognizer "a" right with probability ``p_init`` at P-Init and P-Mon,
+    ``a_obs`` at A-Obs and P-Ref; "b" a copy of "a"; "uniform" a fixed guess per episode."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        label = EMOTIONS[i % 5]
+        wrong = EMOTIONS[(i + 1) % 5]
+        hit_i, hit_a = rng.random() < p_init, rng.random() < a_obs
+        a = {"p_init": label if hit_i else wrong, "p_mon": label if hit_i else wrong,
+             "p_ref": label if hit_a else wrong, "a_obs": label if hit_a else wrong}
+        guess = EMOTIONS[int(rng.integers(5))]
+        out.append({"episode_id": f"e{i}", "family": families[i % len(families)], "label": label,
+                    "predictions": {"a": a, "b": dict(a), "uniform": {x: guess for x in a}},
+                    "a_obs": {"path_length": 2.0, "fallback": False, "diagnostics": hand_made_records()[0]["a_obs"][
+                        "diagnostics"]},
+                    "d_star": {"1": 1.0, "3": None, "5": 4.0}})
+    return typed(out)
+
+
+def test_estimates_are_the_metrics_values():
+    records = typed(hand_made_records())
+    iv = intervals(records, ["a", "b"], {})
+    ref = compute_all(records)
+    for rec in ("a", "b"):
+        for x, v in ref["macro_f1"][rec].items():
+            assert iv["macro_f1"][rec][x].estimate == pytest.approx(v, abs=1e-12)
+        assert iv["recovery"][rec].estimate == ref["recovery_rate"][rec]
+        for r in (1, 3, 5):
+            want = ref[f"e_spl@{r}"][rec]["value"]
+            got = iv["e_spl"][r][rec].estimate
+            assert (got is None and want is None) or got == pytest.approx(want, abs=1e-12)
+    assert iv["ogr"][GROUP].estimate == pytest.approx(ref["ogr"][GROUP])
+    assert iv["gain"][GROUP]["a_obs"].estimate == pytest.approx(ref["active_gain"][GROUP])
+
+
+def test_resamples_keep_each_family_size_and_repeat_with_the_seed():
+    strata = ["a"] * 7 + ["b"] * 3 + ["a"] * 2
+    w = stratified_weights(strata, 500, seed=3)
+    assert w.shape == (501, 12) and (w[0] == 1).all()
+    a = np.array(strata) == "a"
+    assert (w[1:, a].sum(axis=1) == 9).all() and (w[1:, ~a].sum(axis=1) == 3).all()
+    assert len({tuple(row) for row in w[1:]}) > 400  # resamples differ
+    assert (stratified_weights(strata, 500, seed=3) == w).all()
+    assert not (stratified_weights(strata, 500, seed=4) == w).all()
+
+
+def test_a_clear_gain_holds_on_many_episodes_and_is_undetermined_on_few():
+    big = intervals(_run(600, 0.3, 0.6), ["a", "b"], {})
+    assert greater(big["gain"][GROUP]["a_obs"]) == "holds"
+    assert big["gain"][GROUP]["a_obs"].low > 0.1
+    small = intervals(_run(12, 0.3, 0.6), ["a", "b"], {})
+    assert greater(small["gain"][GROUP]["a_obs"]) == "undetermined at this size"
+    worse = intervals(_run(600, 0.6, 0.3), ["a", "b"], {})
+    assert greater(worse["gain"][GROUP]["a_obs"]) == "does not hold"
+    # the size a run needs shrinks as the observed difference grows, and scales with 1/se^2
+    need = episodes_needed(small["gain"][GROUP]["a_obs"])
+    assert need is not None and need > 12
+
+
+def test_a_gain_on_the_same_episodes_is_paired():
+    """P-Ref and A-Obs make the same predictions: their difference is exactly 0 on every resample,
+    although each one's own interval is wide."""
+    iv = intervals(_run(40, 0.3, 0.6), ["a", "b"], {})
+    ref, aobs = iv["macro_f1"]["a"]["p_ref"], iv["macro_f1"]["a"]["a_obs"]
+    assert ref.high - ref.low > 0.1 and (ref.low, ref.high) == (aobs.low, aobs.high)
+    assert (iv["gain"]["a"]["p_ref"].low, iv["gain"]["a"]["p_ref"].high) == (iv["gain"]["a"]["a_obs"].low,
+                                                                           iv["gain"]["a"]["a_obs"].high)
+
+
+def test_an_ensemble_of_the_runs_models_counts_once_in_the_distinct_group():
+    assert distinct_models(["committee", "pose", "rgb"], {"committee": ("pose", "rgb")}) == ["pose", "rgb"]
+    assert distinct_models(["committee", "pose"], {"committee": ("pose", "rgb")}) == ["committee", "pose"]
+    iv = intervals(_run(30, 0.3, 0.6), ["a", "b"], {"b": ("a",)})
+    assert iv["groups"] == {GROUP: {"a": 1, "b": 1}, DISTINCT: {"a": 1}}
+    assert iv["macro_f1"][DISTINCT]["p_init"].estimate == iv["macro_f1"]["a"]["p_init"].estimate
+
+
+def test_the_report_reads_its_verdicts_from_the_intervals():
+    s = summarize(_run(12, 0.3, 0.6))
+    lines = validity(s)
+    aobs = next(line for line in lines if "A-Obs > P-Init" in line)
+    assert "**undetermined at this size**" in aobs and "noise floors: uniform" in aobs and "[" in aobs
+    text = render(s, {}, [], {})
+    assert "## Intervals (95 %, paired bootstrap over episodes)" in text and "seed 0" in text
+    assert "episodes to detect the observed" in text
+    assert "**holds**" in validity(summarize(_run(600, 0.3, 0.6)))[2]
