@@ -27,7 +27,7 @@ bench: setup  ## the main job: the benchmark through the ROS graph on a stratifi
 	test -f data/motions/manifest.json || $(VENV)/bin/affectsim motions build
 	test -f data/scenes/manifest.json || $(VENV)/bin/affectsim scenes build
 	test -f data/episodes/manifest.json || $(VENV)/bin/affectsim dataset build
-	$(VENV)/bin/affectsim launch bench episodes:=$(BENCH_EPISODES) output_dir:=results/bench
+	$(VENV)/bin/affectsim launch bench episodes:=$(BENCH_EPISODES) output_dir:=results/bench passive_cache:=data/cache/passive
 	@echo "report: results/bench/report.md"
 
 clean:

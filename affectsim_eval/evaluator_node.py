@@ -22,6 +22,7 @@ from affectsim_core.timing import StageTimes
 from affectsim_eval.run.config import DATA_DIR, MAX_BUDGET, EvalConfig, EvalData, run_meta, select_episodes
 from affectsim_eval.run.loop import evaluate_safely, run_episodes
 from affectsim_eval.episode.orchestrator import evaluate_episode
+from affectsim_eval.episode.passive_cache import OFF, open_cache
 from affectsim_eval.run.report import write_report
 from affectsim_core.ros.observer_client import GraphError
 from affectsim_eval.episode.ros_world import RosEvalWorld
@@ -56,6 +57,8 @@ PARAMS: tuple[Param, ...] = (
           "the evaluator waits for the graph to answer again)", bounds=(1, 10)),
     Param("data_dir", "", "directory with motions/, scenes/ and episodes/ ('' = the project's data/)"),
     Param("record", False, "write an MCAP recording of every A-Obs episode to output_dir/recordings"),
+    Param("passive_cache", "off", "directory where the passive settings are looked up and kept ('' = data_dir's "
+          "cache/passive, 'off' = none; off while recording, which records what is rendered)"),
     Param("exit_when_done", True, "shut the node down after the report is written"),
     Param("timeout_s", 600.0, "seconds any request to the bridge, nav or perception node may take", bounds=(1.0, 3600.0)),
 )
@@ -100,12 +103,16 @@ class EvaluatorNode(Node):
                                  float(self.p["timeout_s"]),
                                  record_dir=self.out / "recordings" if self.p["record"] else None)
             world.wait_for_graph()
+            setting = OFF if self.p["record"] else str(self.p["passive_cache"])
+            cache = open_cache(setting, self.data, self.cfg.recognizers, self.cfg.backend, warn=log.warning)
+            if cache is not None:
+                log.info(f"[eval] passive settings cached in {cache.dir}")
 
             def evaluate(ep: Episode):
                 try:
                     return evaluate_episode(ep, world, data.scene(ep.scene_id), data.load_motion,
                                             self.cfg.max_actions, self.cfg.max_planner_calls, times=times,
-                                            humans=self.cfg.humans)
+                                            humans=self.cfg.humans, cache=cache)
                 except Exception:
                     if not self._stopping.is_set():
                         try:  # a goal whose reply was lost must not move the next attempt's robot

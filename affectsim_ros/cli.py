@@ -137,7 +137,7 @@ def _eval(ns: argparse.Namespace) -> int:
                      policy=ns.policy, max_actions=ns.max_actions, max_planner_calls=ns.max_planner_calls,
                      backend=ns.backend, humans=ns.humans, families=tuple(ns.family or PAPER_FAMILIES))
     summary = run_eval(Path(ns.out), cfg, ns.workers, ns.ray, ns.retry_failed, Path(ns.data) if ns.data else DATA_DIR,
-                       allow_dataset_mismatch=ns.allow_dataset_mismatch)
+                       allow_dataset_mismatch=ns.allow_dataset_mismatch, passive_cache=ns.passive_cache)
     print(f"[eval] {summary.done} episodes evaluated ({summary.failed} failed), {summary.skipped} were already stored; "
           f"{summary.wall:.0f} s")
     if not ns.no_report and len(summary.failures) < summary.total:  # a report needs one finished episode
@@ -463,6 +463,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--retry-failed", action="store_true", help="re-run episodes recorded as failed")
     ev.add_argument("--allow-dataset-mismatch", action="store_true",
                     help="run although a checkpoint was trained on another dataset version (the report states it)")
+    ev.add_argument("--passive-cache", default="off", metavar="DIR",
+                    help="where P-Init, P-Ref and P-Mon are looked up and kept, so a run with another policy computes "
+                         "A-Obs only ('': the data directory's cache/passive; default: off; docs/evaluation.md)")
     ev.add_argument("--no-report", action="store_true", help="do not write report.md at the end")
 
     rp = _command(sub, "report", "write RUN/report.md (tables, figures, validity) from a run's results store", _report)

@@ -131,6 +131,8 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    node="evaluator"),
     LaunchArgument("record", "false", "evaluator: MCAP recording of every A-Obs episode (output_dir/recordings)",
                    choices=("true", "false"), node="evaluator", param_type=lambda v: v == "true"),
+    LaunchArgument("passive_cache", "off", "evaluator: directory where the passive settings are looked up and kept "
+                   "('' = data_dir's cache/passive, 'off' = none)", node="evaluator"),
     LaunchArgument("execution", "lockstep", "nav: how primitive actions move the robot: lockstep "
                    "(/affectsim/apply_action, with mode:=lockstep), cmd_vel or nav2 (continuous time through "
                    "/cmd_vel, with mode:=free_run or on a robot)", choices=EXECUTIONS, node="nav", also=("evaluator",)),

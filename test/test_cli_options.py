@@ -34,7 +34,7 @@ SPEC = {
                    "--domain-id", "--max-actions", "--timeout"},
     ("eval",): {"--split", "--episodes", "--ids", "--seed", "--recognizers", "--policy", "--backend", "--humans",
                 "--family", "--max-actions", "--max-planner-calls", "--data", "--out", "--workers", "--ray",
-                "--retry-failed", "--allow-dataset-mismatch", "--no-report"},
+                "--retry-failed", "--allow-dataset-mismatch", "--passive-cache", "--no-report"},
     ("report",): set(),
     ("motions", "build"): {"--library", "--seed"},
     ("motions", "validate"): {"--library"},

@@ -280,7 +280,7 @@ def test_orchestrator_samples_every_setting_alike_and_falls_back(backend, scene,
     world = InProcessWorld(backend, _Spin(), {"majority": RECOGNIZERS.create("majority")})
     done = evaluate_episode(ep, world, scene, lambda mid: m, max_actions=10, max_planner_calls=80)
     r = done.record
-    for name in ("p_init", "p_ref", "p_mon", "a_obs"):
+    for name in ("p_init", "a_obs"):
         assert done.frames[name].shape == (8, 224, 224, 3)
     assert r.a_obs.outcome == "budget_exhausted" and r.a_obs.fallback
     assert done.frames["a_obs"] is done.frames["p_init"]  # the paired P-Init clip

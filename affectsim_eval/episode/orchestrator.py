@@ -38,7 +38,7 @@ from affectsim_core.record import ActiveSummary, AffectStreams, EpisodeRecord, R
 from affectsim_core.timing import NULL, StageTimes
 from affectsim_eval.scoring.metrics import d_star
 from affectsim_eval.episode.passive import passive_views, placements, visible_fraction
-from affectsim_eval.episode.reference import ReferencePlan
+from affectsim_eval.episode.passive_cache import PassiveCache, PassiveResult
 from affectsim_eval.episode.social import replay_reactions, social_summary
 from affectsim_eval.episode.streams import is_evolving, stream_times, streams_record
 from affectsim_eval.episode.worlds import Acquisition, EvalWorld
@@ -47,7 +47,8 @@ from affectsim_perception.recognizers.base import Prediction
 
 @dataclass(frozen=True)
 class EvaluatedEpisode:
-    """The record of one episode and the recognizer input of each setting (8, 224, 224, 3)."""
+    """The record of one episode and the P-Init and A-Obs clips (``frames``: the recognizer inputs,
+    (8, 224, 224, 3) uint8; A-Obs's is P-Init's on a fallback)."""
 
     record: EpisodeRecord
     frames: dict[str, np.ndarray]
@@ -59,29 +60,23 @@ def _r(x: float, nd: int = 6) -> float:
 
 def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: Callable,
                      max_actions: int, max_planner_calls: int, times: StageTimes = NULL,
-                     humans: str = "scripted") -> EvaluatedEpisode:
+                     humans: str = "scripted", cache: PassiveCache | None = None) -> EvaluatedEpisode:
     """Observe ``ep`` in every setting in ``world``, recognise every clip, build the record;
-    ``humans``: "scripted" (the paper's protocol) or "reactive"."""
+    ``humans``: "scripted" (the paper's protocol) or "reactive"; ``cache``: where the passive
+    settings are looked up first and stored after (the record is the same either way)."""
     people = placements(ep, load_motion)
     target = next(p for p in people if p.is_target)
     full = clip_times(target.motion.duration)
     idx = sample_indices(len(full))
     g = world.geometry
+    streamed = is_evolving(target)
+    st = stream_times(target) if streamed else None
+    key = cache.key(ep, humans) if cache is not None else ""
     with times("passive"):
         g.load(scene, ep.start, tuple(people), humans_mode=humans, reaction_seed=ep.seed)
-        views, plan = passive_views(ep, g, scene, full, idx)
-        world.load(ep, scene, people, humans)
-        rendered = {s: world.render(views[s]) for s in PASSIVE_SETTINGS}
-    frames = {s: f for s, (f, _p) in rendered.items()}
-    poses = {s: p for s, (_f, p) in rendered.items()}
-    lens = {s: views[s][0].intrinsics(g.head_intrinsics) for s in PASSIVE_SETTINGS}  # P-Mon: the monitor's
-    visible = {s: visible_fraction(g, full[idx], poses[s], lens[s]) for s in PASSIVE_SETTINGS}
-    streamed = is_evolving(target)
-    if streamed:  # the same interval in every setting, P-Ref planned over the stream's times
-        st = stream_times(target)
-        with times("passive"):
-            sviews, _ = passive_views(ep, g, scene, st, np.arange(len(st)))
-            stream = {s: (world.render(sviews[s])[0], st) for s in PASSIVE_SETTINGS}
+        passive = cache.get(key) if cache is not None else None
+        if passive is None:
+            choice, seen, clips, stream = _render_passive(ep, world, scene, people, humans, full, idx, st)
     world.load(ep, scene, people, humans)  # time and pose back to the episode start for A-Obs
     acq = world.acquire(ep, len(full), max_actions, max_planner_calls,
                         stream_until=float(st[-1] + STEP_SECONDS / 2) if streamed else None)
@@ -90,32 +85,55 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
         replay_reactions(g, scene, ep.start, people, ep.seed, acq.trajectory)
         social = social_summary(g, acq.trajectory)
     fallback = acq.frames is None
-    if fallback:
-        frames["a_obs"], visible["a_obs"] = frames["p_init"], visible["p_init"]
-    else:
-        frames["a_obs"], visible["a_obs"] = acq.frames, visible_fraction(g, acq.times, acq.camera_poses)
-    visible = {s: visible[s] for s in SETTINGS}
     with times("recognition"):
-        preds = {s: world.recognize(frames[s]) for s in SETTINGS}
+        if passive is None:
+            passive = PassiveResult(choice, seen, {s: world.recognize(clips[s]) for s in PASSIVE_SETTINGS},
+                                    {s: world.recognize_stream(stream[s], st) for s in PASSIVE_SETTINGS}
+                                    if streamed else None, clips["p_init"])
+            if cache is not None:
+                cache.put(key, passive)
+        frames = {"p_init": passive.p_init_frames, "a_obs": passive.p_init_frames if fallback else acq.frames}
+        preds = {**passive.predictions, "a_obs": world.recognize(frames["a_obs"])}
         streams = None
         if streamed:
             names = sorted(preds["p_init"])
-            if acq.stream_frames is not None and len(acq.stream_frames) >= CLIP_FRAMES:
-                stream["a_obs"] = (acq.stream_frames, acq.stream_times)
-            windowed = {s: world.recognize_stream(*stream[s]) if s in stream else {n: [] for n in names}
-                        for s in SETTINGS}
+            enough = acq.stream_frames is not None and len(acq.stream_frames) >= CLIP_FRAMES
+            windowed = {**passive.streams, "a_obs": world.recognize_stream(acq.stream_frames, acq.stream_times)
+                        if enough else {n: [] for n in names}}
             streams = streams_record(target, st, windowed, world.vad_recognizers())
+    visible = {**passive.visible, "a_obs": passive.visible["p_init"] if fallback
+               else visible_fraction(g, acq.times, acq.camera_poses)}
     with times("d_star"):
-        record = episode_record(ep, preds, acq, fallback, plan, visible, g.navigable, social, streams)
+        record = episode_record(ep, preds, acq, fallback, passive.plan, {s: visible[s] for s in SETTINGS},
+                                g.navigable, social, streams)
     return EvaluatedEpisode(record, frames)
 
 
+def _render_passive(ep: Episode, world: EvalWorld, scene: Scene, people, humans: str, full: np.ndarray,
+                    idx: np.ndarray, st: np.ndarray | None):
+    """Plan the passive settings on the geometry backend (loaded with the episode) and render them:
+    the reference observer's choice, the visible-body fractions, the clips and, for an evolving
+    episode, the passive streams' frames (over the stream times ``st``)."""
+    g = world.geometry
+    views, plan = passive_views(ep, g, scene, full, idx)
+    world.load(ep, scene, people, humans)
+    rendered = {s: world.render(views[s]) for s in PASSIVE_SETTINGS}
+    lens = {s: views[s][0].intrinsics(g.head_intrinsics) for s in PASSIVE_SETTINGS}  # P-Mon: the monitor's
+    seen = {s: visible_fraction(g, full[idx], rendered[s][1], lens[s]) for s in PASSIVE_SETTINGS}
+    stream = None
+    if st is not None:  # the same interval in every setting, P-Ref planned over the stream's times
+        sviews, _ = passive_views(ep, g, scene, st, np.arange(len(st)))
+        stream = {s: world.render(sviews[s])[0] for s in PASSIVE_SETTINGS}
+    choice = None if plan is None else (plan.frame, plan.distance, plan.angle)
+    return choice, seen, {s: rendered[s][0] for s in PASSIVE_SETTINGS}, stream
+
+
 def episode_record(ep: Episode, predictions: Mapping[str, Mapping[str, Prediction]], acq: Acquisition,
-                   fallback: bool, plan: ReferencePlan | None, visible: Mapping[str, float],
+                   fallback: bool, plan: tuple[str, float, float] | None, visible: Mapping[str, float],
                    nav: NavigableSpace, social: SocialSummary | None = None,
                    streams: AffectStreams | None = None) -> EpisodeRecord:
     """The paired record of one episode from ``predictions[setting][recognizer]``, the acquisition and
-    the reference observer's ``plan``; d*(r) is computed on ``nav`` (the static navmesh)."""
+    the reference observer's choice ``plan`` (frame, distance m, angle rad); d*(r) is computed on ``nav`` (the static navmesh)."""
     target = ep.target
     anchor = np.array([target.x, target.y])
     start = np.array(ep.start_position[:2], float)
@@ -135,7 +153,7 @@ def episode_record(ep: Episode, predictions: Mapping[str, Mapping[str, Predictio
         outcomes={n: {s: predictions[s][n].outcome for s in SETTINGS} for n in names},
         a_obs=ActiveSummary(acq.outcome, msg, bool(fallback), diag.path_length, diag,
                             tuple((_r(x), _r(y), _r(yaw)) for x, y, yaw in acq.trajectory)),
-        p_ref=None if plan is None else ReferenceChoice(plan.frame, _r(plan.distance), _r(plan.angle)),
+        p_ref=None if plan is None else ReferenceChoice(plan[0], _r(plan[1]), _r(plan[2])),
         visible={s: _r(v, 4) for s, v in visible.items()},
         d_star=dstar, anchor=(_r(anchor[0]), _r(anchor[1])),
         start=(_r(start[0]), _r(start[1]), _r(ep.start.yaw)), social=social, streams=streams)

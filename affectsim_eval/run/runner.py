@@ -25,6 +25,7 @@ from affectsim_core.timing import StageTimes, TimedDetector
 from affectsim_eval.run.config import DATA_DIR, EvalConfig, EvalData, run_meta, select_episodes
 from affectsim_eval.run.loop import EpisodeResult, RunSummary, evaluate_safely, run_episodes
 from affectsim_eval.episode.orchestrator import evaluate_episode
+from affectsim_eval.episode.passive_cache import OFF, open_cache
 from affectsim_eval.run.ray_shards import ray_map
 from affectsim_eval.episode.worlds import InProcessWorld
 from affectsim_nav.policy import create_policy
@@ -39,6 +40,8 @@ class EpisodeWorker:
     def __init__(self, cfg: dict, data: str = str(DATA_DIR)) -> None:
         os.environ.setdefault("MUJOCO_GL", "egl")
         load_plugins()  # a worker process (spawned, or a Ray actor) registers the users' plugins itself
+        cfg = dict(cfg)
+        cache = cfg.pop("passive_cache", OFF)  # where the run's passive settings are kept: not part of the run
         self.cfg = EvalConfig(**{**cfg, "ids": tuple(cfg.get("ids", ())), "recognizers": tuple(cfg["recognizers"]),
                                  "families": tuple(cfg.get("families", PAPER_FAMILIES))})
         self.data = EvalData(Path(data))
@@ -47,11 +50,12 @@ class EpisodeWorker:
         self.recognizers = {n: RECOGNIZERS.create(n) for n in self.cfg.recognizers}
         self.world = InProcessWorld(BACKENDS.create(self.cfg.backend), self.policy, self.recognizers, self.times)
         self.name = f"{socket.gethostname()}:{os.getpid()}"
+        self.cache = open_cache(cache, Path(data), self.cfg.recognizers, self.cfg.backend, warn=lambda s: None)
 
     def evaluate(self, ep: Episode):
         return evaluate_episode(ep, self.world, self.data.scene(ep.scene_id), self.data.load_motion,
                                 self.cfg.max_actions, self.cfg.max_planner_calls, times=self.times,
-                                humans=self.cfg.humans)
+                                humans=self.cfg.humans, cache=self.cache)
 
     def run(self, ep: Episode) -> EpisodeResult:
         """The episode's result; a failure is a result too (never raises)."""
@@ -92,20 +96,25 @@ def local_map(todo: list[Episode], cfg: dict, data: str, workers: int) -> Iterat
 
 def run_eval(out: Path, cfg: EvalConfig, workers: int = 2, ray_address: str | None = None,
              retry_failed: bool = False, data: Path = DATA_DIR, log: Callable[[str], None] = print,
-             allow_dataset_mismatch: bool = False) -> RunSummary:
+             allow_dataset_mismatch: bool = False, passive_cache: str = "off") -> RunSummary:
     """Evaluate the run's pending episodes into ``out/results.sqlite`` (resuming a previous run);
     ``data`` holds the motions, scenes and episodes. A checkpoint trained on another dataset version is
-    refused unless ``allow_dataset_mismatch`` (:func:`~affectsim_eval.run.config.run_meta`)."""
+    refused unless ``allow_dataset_mismatch`` (:func:`~affectsim_eval.run.config.run_meta`).
+    ``passive_cache``: where the passive settings are looked up and kept
+    (:func:`~affectsim_eval.episode.passive_cache.open_cache`: "" the data directory's, "off" none)."""
     cfg.validate()
+    if passive_cache != OFF:  # said once here; the workers open the same cache quietly
+        open_cache(passive_cache, data, cfg.recognizers, cfg.backend, warn=log)
     if workers < 1:
         raise InvalidInput("workers", workers, "at least 1")
     eps = select_episodes(cfg, data)
     meta = run_meta(cfg, eps, data, allow_dataset_mismatch)
+    worker_cfg = {**cfg.as_dict(), "passive_cache": passive_cache}
 
     def evaluate(todo: list[Episode]) -> Iterable[EpisodeResult]:
         if ray_address:
-            return ray_map(EpisodeWorker, todo, cfg.as_dict(), str(data), workers, ray_address, log)
-        return local_map(todo, cfg.as_dict(), str(data), workers)
+            return ray_map(EpisodeWorker, todo, worker_cfg, str(data), workers, ray_address, log)
+        return local_map(todo, worker_cfg, str(data), workers)
 
     where = f"Ray {ray_address}" if ray_address else f"{workers} worker(s)"
     return run_episodes(out, meta, eps, evaluate, where, retry_failed, log)

@@ -120,6 +120,7 @@ MAX_REPLY_BYTES = 1 * 2 ** 20  # one chat-completions reply (a label is a few hu
 @RECOGNIZERS.register("vlm-openai")
 class OpenAIVLM(Recognizer):
     estimates_vad = True
+    remote = True  # its answers come from a server: never cached (affectsim_eval.episode.passive_cache)
 
     def __init__(self, base_url: str | None = None, model: str | None = None, api_key: str | None = None,
                  timeout: float = 60.0, retries: int = 2, backoff: float = 1.0, cache_dir: str | Path | None = None,

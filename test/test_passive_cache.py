@@ -1,0 +1,124 @@
+"""The passive-settings cache: a run with another policy reuses P-Init, P-Ref and P-Mon and its
+records equal an uncached run's; damaged, oversized and half-written entries are never used."""
+
+from __future__ import annotations
+
+import multiprocessing
+import shutil
+
+import pytest
+
+from affectsim_core.record import EpisodeRecord
+from affectsim_eval.episode import passive_cache
+from affectsim_eval.episode.passive_cache import MAX_ENTRY_BYTES, PassiveCache, identity, open_cache
+from affectsim_eval.run.config import EvalConfig
+from affectsim_eval.run.runner import run_eval
+from affectsim_eval.run.store import ResultsStore
+
+IDS = ("test_ag_000000", "test_oc_000000")
+RECS = ("pose-temporal", "majority", "uniform")
+
+
+def _records(run) -> dict[str, dict]:
+    with ResultsStore.open(run / "results.sqlite") as store:
+        return {r["episode_id"]: EpisodeRecord.from_dict(r, "x").to_dict() for r in store.records("ok")}
+
+
+def _run(out, data, policy, cache, workers=1):
+    cfg = EvalConfig(ids=IDS, recognizers=RECS, policy=policy, max_actions=40)
+    summary = run_eval(out, cfg, workers=workers, data=data, log=lambda m: None, allow_dataset_mismatch=True,
+                       passive_cache=str(cache))
+    assert summary.failed == 0
+    return _records(out)
+
+
+def test_a_new_policy_reuses_the_passive_settings_and_its_records_equal_an_uncached_run(small_data, tmp_path,
+                                                                                      monkeypatch):
+    data, _ = small_data
+    cache = tmp_path / "cache"
+    first = _run(tmp_path / "baseline", data, "baseline", cache)
+    entries = sorted(cache.glob("*.npz"))
+    assert len(entries) == len(IDS) and not list(cache.glob(".*"))  # one whole entry per episode, no temp files
+    # the second policy's run renders and recognises no passive clip: only A-Obs
+    from affectsim_eval.episode import orchestrator
+
+    def no_passive(*a, **k):
+        raise AssertionError("a cached episode rendered its passive settings again")
+
+    monkeypatch.setattr(orchestrator, "_render_passive", no_passive)
+    cached = _run(tmp_path / "stay", data, "stay", cache)
+    monkeypatch.undo()
+    uncached = _run(tmp_path / "stay_uncached", data, "stay", "off")
+    assert cached == uncached  # every field of every record
+    for i in IDS:  # and the passive settings are the first policy's
+        for field in ("visible", "p_ref", "d_star"):
+            want, got = first[i][field], cached[i][field]
+            assert (want if field != "visible" else {s: want[s] for s in ("p_init", "p_ref", "p_mon")}) == (
+                got if field != "visible" else {s: got[s] for s in ("p_init", "p_ref", "p_mon")})
+        assert {r: {s: v for s, v in p.items() if s != "a_obs"} for r, p in first[i]["probs"].items()} == \
+               {r: {s: v for s, v in p.items() if s != "a_obs"} for r, p in cached[i]["probs"].items()}
+
+
+def test_damaged_oversized_and_half_written_entries_are_recomputed(small_data, tmp_path):
+    data, _ = small_data
+    cache = tmp_path / "cache"
+    want = _run(tmp_path / "a", data, "stay", cache)
+    entries = sorted(cache.glob("*.npz"))
+    raw = bytearray(entries[0].read_bytes())
+    raw[len(raw) // 2] ^= 0xFF  # one flipped byte
+    entries[0].write_bytes(bytes(raw))
+    (cache / f".{entries[1].stem[:16]}-killed.tmp").write_bytes(b"half an entry")  # a killed writer's leftover
+    warned = []
+    c = open_cache(str(cache), data, RECS, "mujoco", warn=warned.append)
+    assert c.get(entries[0].stem) is None and "damaged" in warned[0] and "checksum" in warned[0]
+    assert not entries[0].exists()  # removed, so the next run stores it again
+    assert c.get(entries[1].stem) is not None
+    assert _run(tmp_path / "b", data, "stay", cache) == want
+    assert entries[0].exists()
+    shutil.copy(entries[0], entries[1])  # the right checksum, over the size limit
+    with open(entries[1], "ab") as f:
+        f.truncate(MAX_ENTRY_BYTES + 1)
+    assert c.get(entries[1].stem) is None and "over the limit" in warned[-1]
+
+
+def _put(args):
+    directory, run_identity, key, result = args
+    for _ in range(20):
+        PassiveCache(directory, run_identity).put(key, result)
+    return True
+
+
+def test_concurrent_writers_of_one_key_leave_one_whole_entry(small_data, tmp_path):
+    data, _ = small_data
+    _run(tmp_path / "a", data, "stay", tmp_path / "src")
+    run_identity = identity(RECS, "mujoco", data)
+    src = PassiveCache(tmp_path / "src", run_identity)
+    key = sorted((tmp_path / "src").glob("*.npz"))[0].stem
+    result = src.get(key)
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        assert all(pool.map(_put, [(tmp_path / "shared", run_identity, key, result)] * 4))
+    files = list((tmp_path / "shared").iterdir())
+    assert [f.name for f in files] == [f"{key}.npz"]
+    assert files[0].read_bytes() == (tmp_path / "src" / f"{key}.npz").read_bytes()
+
+
+def test_the_key_follows_what_determines_a_passive_result(small_data, tmp_path, monkeypatch):
+    data, _ = small_data
+    base = identity(RECS, "mujoco", data)
+    assert identity(RECS, "habitat", data) != base
+    assert identity(RECS[:2], "mujoco", data) != base
+    monkeypatch.setattr(passive_cache, "CODE_PACKAGES", ("affectsim_core",))  # other code: another key
+    assert identity(RECS, "mujoco", data) != base
+    monkeypatch.undo()
+    other = tmp_path / "data"
+    shutil.copytree(data, other, ignore=shutil.ignore_patterns("cache"))
+    assert identity(RECS, "mujoco", other) == base  # the same content elsewhere: the same key
+    (other / "scenes" / "manifest.json").write_text((other / "scenes" / "manifest.json").read_text() + " ")
+    assert identity(RECS, "mujoco", other) != base
+    warned = []
+    assert open_cache("", data, ("vlm-openai", "majority"), "mujoco", warn=warned.append) is None
+    assert "answers from a server" in warned[0]
+    assert open_cache("off", data, RECS, "mujoco") is None
+    assert open_cache("", data, RECS, "mujoco", warn=warned.append).dir == data / "cache" / "passive"
+    with pytest.raises(KeyError):
+        identity(("nope",), "mujoco", data)
