@@ -24,6 +24,7 @@ from affectsim_core.person_tracking import DETECTORS
 from affectsim_core.protocol import EMOTIONS
 from affectsim_core.registry import Registry
 from affectsim_eval.training import train as train_module
+from affectsim_eval.scoring.markdown import table
 from affectsim_eval.scoring.metrics import METRICS, Metric, compute_all, is_record_field, metric_needs, ordered
 from affectsim_eval.run.report import render, summarize
 from affectsim_eval.training.train import TRAINERS, Trainer
@@ -169,8 +170,8 @@ def test_a_registered_metric_appears_in_the_report_without_editing_it(scratch_re
             return {rec: max(by, key=by.get) for rec, by in f1.items()}
 
         def section(self, s, figures):
-            rows = "".join(f"\n| {rec} | {x} |" for rec, x in s[self.name].items())
-            return ["## Best setting per recognizer", "", "| recognizer | setting |\n|---|---|" + rows, ""]
+            rows = list(s[self.name].items())
+            return ["## Best setting per recognizer", "", table(["recognizer", "setting"], rows, left=2), ""]
 
     @METRICS.register("episodes_seen")
     class EpisodesSeen(Metric):  # no section of its own: the default table of its numbers
