@@ -45,7 +45,7 @@ class PersonDetector(Protocol):
 
 
 #: Person detectors by name (``blazepose`` is registered by ``affectsim_perception``).
-DETECTORS: Registry[PersonDetector] = Registry("person detector")
+DETECTORS: Registry[PersonDetector] = Registry("person detector", name_attr="name")
 
 
 @dataclass(frozen=True)

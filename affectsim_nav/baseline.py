@@ -56,7 +56,6 @@ PERSON_CLEARANCE = 0.6  # m between a seen person and the robot centre when plan
 class FrontierSearchPolicy(Policy):
     """Frontier search, stable handoff and a following controller; see the module docstring."""
 
-    name = "baseline"
     uses_detector = True
     approach_band = (1.5, 3.0)  # m from the person: the viewpoints _approach chooses among
     person_clearance = PERSON_CLEARANCE  # m kept from a seen person when planning
@@ -271,7 +270,6 @@ class SocialBaseline(FrontierSearchPolicy):
     person it tracks: 2.0 m leaves the robot's footprint ~1.45 m from the person's body, outside the
     personal zone (< 1.2 m)."""
 
-    name = "baseline-social"
     keep_m = 2.0
     approach_band = (2.0, 3.5)
     person_clearance = 1.5  # paths pass the person outside the personal zone (gap ~0.95 m)

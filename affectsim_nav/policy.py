@@ -74,7 +74,7 @@ Decision.CONTINUE = Decision(keep_going=True, stage="navigate")  # type: ignore[
 class Policy(abc.ABC):
     """Base class of active-observation policies (one instance may run many episodes, one at a time)."""
 
-    name = "policy"
+    name = ""  # the name it is registered under, set by the registration (POLICIES)
     #: True when the policy needs a frozen person detector: :func:`create_policy` passes one as
     #: ``detector`` to the constructor (policies are created by the application, which owns the models).
     uses_detector = False
@@ -94,7 +94,7 @@ class Policy(abc.ABC):
         """Release models (detectors) the policy holds."""
 
 
-POLICIES: Registry[Policy] = Registry("policy")
+POLICIES: Registry[Policy] = Registry("policy", name_attr="name")
 
 
 def create_policy(name: str, detector: Callable[[], PersonDetector] | None = None) -> Policy:
@@ -111,8 +111,6 @@ def create_policy(name: str, detector: Callable[[], PersonDetector] | None = Non
 @POLICIES.register("stay")
 class StayPolicy(Policy):
     """Observe from the start pose: hand off at once and never move (A-Obs equal to P-Init's viewpoint)."""
-
-    name = "stay"
 
     def reset(self, info: EpisodeInfo, planner: GridPlanner) -> None:
         pass

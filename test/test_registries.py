@@ -5,6 +5,7 @@ choice of ``affectsim train`` and writes a checkpoint, with no other file edited
 Metrics: a name from the registration only, needs that exist (metrics or record fields), a result on
 the hand-made records of ``helpers.py``, and a report section of its own or a place in another's.
 Trainers: each trains a registered recognizer and scores clips as that recognizer does.
+Every kind (policies, backends, detectors and noise models too): an entry's ``name`` is its registration's.
 """
 
 from __future__ import annotations
@@ -15,13 +16,19 @@ import numpy as np
 import pytest
 from helpers import evolving_records, hand_made_records, social_records, typed
 
+import affectsim_nav  # noqa: F401  (registers the shipped policies)
+from affectsim_bridge.backends import BACKENDS
+from affectsim_bridge.world.noise import NOISE_MODELS
 from affectsim_core.errors import InvalidInput
+from affectsim_core.person_tracking import DETECTORS
 from affectsim_core.protocol import EMOTIONS
 from affectsim_core.registry import Registry
 from affectsim_eval.training import train as train_module
+from affectsim_eval.scoring.markdown import table
 from affectsim_eval.scoring.metrics import METRICS, Metric, compute_all, is_record_field, metric_needs, ordered
 from affectsim_eval.run.report import render, summarize
 from affectsim_eval.training.train import TRAINERS, Trainer
+from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import RECOGNIZERS, ClipInput, Prediction, Recognizer, load_checkpoint
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR
 
@@ -68,8 +75,10 @@ def test_registration_sets_the_one_name_and_keeps_the_order():
     assert "c" not in reg
 
 
-@pytest.mark.parametrize("registry", [RECOGNIZERS, METRICS, TRAINERS], ids=lambda r: r.kind)
+@pytest.mark.parametrize("registry", [RECOGNIZERS, METRICS, TRAINERS, POLICIES, NOISE_MODELS, DETECTORS, BACKENDS],
+                         ids=lambda r: r.kind)
 def test_every_entry_carries_its_registered_name(registry):
+    assert registry.name_attr == "name" and registry.names()
     for name in registry.names():
         assert registry.get(name).name == name
 
@@ -161,8 +170,8 @@ def test_a_registered_metric_appears_in_the_report_without_editing_it(scratch_re
             return {rec: max(by, key=by.get) for rec, by in f1.items()}
 
         def section(self, s, figures):
-            rows = "".join(f"\n| {rec} | {x} |" for rec, x in s[self.name].items())
-            return ["## Best setting per recognizer", "", "| recognizer | setting |\n|---|---|" + rows, ""]
+            rows = list(s[self.name].items())
+            return ["## Best setting per recognizer", "", table(["recognizer", "setting"], rows, left=2), ""]
 
     @METRICS.register("episodes_seen")
     class EpisodesSeen(Metric):  # no section of its own: the default table of its numbers

@@ -7,7 +7,7 @@ from __future__ import annotations
 from affectsim_bridge.backends.base import SimulatorBackend
 from affectsim_core.registry import Registry
 
-BACKENDS: Registry[SimulatorBackend] = Registry("simulator backend")
+BACKENDS: Registry[SimulatorBackend] = Registry("simulator backend", name_attr="name")
 DEFAULT_BACKEND = "mujoco"
 
 

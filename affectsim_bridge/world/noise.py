@@ -73,7 +73,8 @@ class NoiseParam:
 
 class NoiseModel:
     """Base class: parameters from ``PARAMS`` (checked), a generator ``rng``, per-episode state in
-    :meth:`reset`. Subclasses set ``name`` (their registry name), ``summary`` and ``PARAMS``."""
+    :meth:`reset`. Subclasses set ``summary`` and ``PARAMS``; ``name`` (the prefix of the parameters) is the
+    one :func:`register_model` registers them under."""
 
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
@@ -102,7 +103,7 @@ class NoiseModel:
         return {p.name: getattr(self, p.name) for p in self.PARAMS}
 
 
-NOISE_MODELS: Registry[NoiseModel] = Registry("noise model")
+NOISE_MODELS: Registry[NoiseModel] = Registry("noise model", name_attr="name")
 
 
 def register_model(name: str):
@@ -112,8 +113,7 @@ def register_model(name: str):
     def decorate(cls: type[NoiseModel]) -> type[NoiseModel]:
         if not (isinstance(cls, type) and issubclass(cls, NoiseModel)):
             raise TypeError(f"noise model {name!r}: {cls!r} is not a NoiseModel subclass")
-        NOISE_MODELS.register(name)(cls)
-        cls.name = name
+        NOISE_MODELS.register(name)(cls)  # sets cls.name
         return cls
 
     return decorate

@@ -1,4 +1,5 @@
-"""How the report writes numbers and tables (Markdown), shared by the report and the metrics' sections."""
+"""How the report writes numbers and tables (Markdown), shared by the report, the metrics' sections and the
+benches' printed tables."""
 
 from __future__ import annotations
 
@@ -30,7 +31,9 @@ def num(v: float | None, nd: int = 2) -> str:
     return "–" if v is None else f"{v:.{nd}f}"
 
 
-def table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(head))) + "|"]
+def table(head: Sequence[str], rows: Sequence[Sequence[object]], left: int = 1) -> str:
+    """A Markdown table: the first ``left`` columns (the labels) aligned left, the others (numbers) right;
+    cells are written with ``str``."""
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i < left else "---:" for i in range(len(head))) + "|"]
     out += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
     return "\n".join(out)

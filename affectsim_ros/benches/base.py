@@ -23,6 +23,7 @@ from affectsim_core.actions import Action
 from affectsim_core.atomic import write_json
 from affectsim_core.geometry import Pose2D, wrap_angle
 from affectsim_core.protocol import FORWARD_M, TURN_RAD
+from affectsim_eval.scoring import markdown as md
 from affectsim_nav.base_control import BaseLimits, Ending, PrimitiveController
 from affectsim_ros.benches import add_out, bench, positive_int
 
@@ -148,14 +149,17 @@ def markdown(res: dict) -> str:
     """The rows as one Markdown table per action."""
     lines = []
     for action, unit, acc in (("FORWARD", "mm", "m/s^2"), ("TURN_LEFT", "deg", "rad/s^2")):
-        lines += [f"\n### {action} ({res['runs']} runs each; error at rest in {unit}, + = overshoot)\n",
-                  f"| cmd latency | odom | controller | error mean | abs max | time s | max accel {acc} (limit) | endings |",
-                  "|---|---|---|---|---|---|---|---|"]
+        head = ["cmd latency", "odom", "controller", "error mean", "abs max", "time s", f"max accel {acc} (limit)",
+                "endings"]
+        rows = []
         for r in (r for r in res["rows"] if r["action"] == action):
             endings = ", ".join(f"{k} {v}" for k, v in sorted(r["endings"].items()))
             accel = "step" if math.isinf(r["accel_max"]) else f"{r['accel_max']:.2f}"
-            lines.append(f"| {r['latency_ms']} ms | {r['odom_hz']:.0f} Hz | {r['controller']} | {r['error_mean']:+.2f} | "
-                         f"{r['error_max_abs']:.2f} | {r['time_s_mean']:.2f} | {accel} ({r['accel_limit']:.1f}) | {endings} |")
+            rows.append([f"{r['latency_ms']} ms", f"{r['odom_hz']:.0f} Hz", r["controller"], f"{r['error_mean']:+.2f}",
+                         md.num(r["error_max_abs"]), md.num(r["time_s_mean"]), f"{accel} ({r['accel_limit']:.1f})",
+                         endings])
+        lines += [f"\n### {action} ({res['runs']} runs each; error at rest in {unit}, + = overshoot)\n",
+                  md.table(head, rows, left=len(head))]
     return "\n".join(lines)
 
 

@@ -21,6 +21,7 @@ from affectsim_eval.scoring.metrics import compute_all
 from affectsim_eval.run.report import write_report
 from affectsim_eval.run.runner import run_eval
 from affectsim_eval.run.store import ResultsStore
+from affectsim_eval.scoring import markdown as md
 from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.benches import add_dataset_options, add_out, bench
 
@@ -77,18 +78,15 @@ def table(res: dict) -> str:
     seg, tr, vad = (res["measures"][m] for m in AFFECT_METRICS)
     head = ["recognizer", "setting", "count acc %", "mean tIoU %", "emotion acc %", "transition F1 %", "delay s",
             "CCC valence", "CCC arousal", "CCC dominance"]
-    out = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * (len(head) - 2)) + "|"]
-    pct = lambda v: "–" if v is None else f"{100 * v:.1f}"  # noqa: E731
-    num = lambda v: "–" if v is None else f"{v:.2f}"  # noqa: E731
+    rows = []
     for rec, by in seg.items():
         for s, m in by.items():
             t = tr[rec][s]
             v = vad.get(rec, {}).get(s, {})
-            out.append("| " + " | ".join([rec, s, pct(m["count_accuracy"]), pct(m["mean_tiou"]),
-                                          pct(m["emotion_accuracy"]), pct(t["f1"]), num(t["delay_s"]),
-                                          *(num(v[d]["ccc"]) if d in v else "–"
-                                            for d in ("valence", "arousal", "dominance"))]) + " |")
-    return "\n".join(out)
+            rows.append([rec, s, md.pct(m["count_accuracy"]), md.pct(m["mean_tiou"]), md.pct(m["emotion_accuracy"]),
+                         md.pct(t["f1"]), md.num(t["delay_s"]),
+                         *(md.num(v[d]["ccc"]) if d in v else "–" for d in ("valence", "arousal", "dominance"))])
+    return md.table(head, rows, left=2)
 
 
 def _arguments(p) -> None:

@@ -31,6 +31,7 @@ from affectsim_core.atomic import write_json
 from affectsim_core.classification import macro_f1
 from affectsim_core.clips import clip_times, sample_indices
 from affectsim_core.protocol import EMOTIONS
+from affectsim_core.resampling import Interval, bootstrap_interval
 from affectsim_core.ros.action_client import ActionClient
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import image_msg, to_time
@@ -103,8 +104,9 @@ def quality(data: Path = DATA_DIR, out_png: Path | None = None) -> dict:
         lab = p.argmax(1)
         r = {v: {"macro_f1": round(macro_f1(y[views == v], lab[views == v]), 4), "n": int((views == v).sum())}
              for v in VIEWS}
+        ci = episode_interval(y[good], lab[good], episodes[good])
         r["good_view"] = {"macro_f1": round(macro_f1(y[good], lab[good]), 4), "n": int(good.sum()),
-                          "ci95": bootstrap_ci(y[good], lab[good], episodes[good])}
+                          "ci95": [round(ci.low, 4), round(ci.high, 4)]}
         r["recall"] = {e: round(float((lab[y == k] == k).mean()), 4) for k, e in enumerate(EMOTIONS)}
         for cond, (vals, edges) in conditions.items():
             bins = np.digitize(vals, edges[1:-1])
@@ -131,15 +133,16 @@ def quality(data: Path = DATA_DIR, out_png: Path | None = None) -> dict:
     return res
 
 
-def bootstrap_ci(y: np.ndarray, pred: np.ndarray, groups: np.ndarray, n: int = 2000, seed: int = 0) -> list[float]:
-    """95 % interval of macro-F1 over ``n`` resamples of whole groups (episodes: their clips are not
-    independent), with replacement."""
-    rng = np.random.default_rng(seed)
-    ids = np.unique(groups)
-    members = [np.flatnonzero(groups == g) for g in ids]
-    scores = [macro_f1(y[s], pred[s]) for s in
-              (np.concatenate([members[i] for i in rng.integers(0, len(ids), len(ids))]) for _ in range(n))]
-    return [round(float(v), 4) for v in np.percentile(scores, [2.5, 97.5])]
+def episode_interval(y: np.ndarray, pred: np.ndarray, groups: np.ndarray) -> Interval:
+    """95 % bootstrap interval (:func:`~affectsim_core.resampling.bootstrap_interval`) of macro-F1 over
+    resamples of whole groups (episodes: their clips are not independent), with replacement."""
+    members = [np.flatnonzero(groups == g) for g in np.unique(groups)]
+
+    def f1(k: np.ndarray) -> float:  # k: indices of the resampled episodes
+        s = np.concatenate([members[i] for i in k])
+        return macro_f1(y[s], pred[s])
+
+    return bootstrap_interval(len(members), f1)
 
 
 def node_throughput(clips: list[ClipInput]) -> dict:

@@ -21,6 +21,7 @@ from affectsim_eval.run.config import EvalConfig
 from affectsim_eval.run.report import summarize, write_report
 from affectsim_eval.run.runner import run_eval
 from affectsim_eval.run.store import ResultsStore
+from affectsim_eval.scoring import markdown as md
 from affectsim_ros.benches.transfer import TABLE6_COLUMNS, table3_6
 from affectsim_ros.benches import add_dataset_options, add_out, add_runs_options, bench, conditions_of
 
@@ -72,12 +73,11 @@ def table(res: dict) -> str:
                 acc, gain = c["group"]["a_obs"], c["group"]["a_obs"] - c["group"]["p_init"]
             else:
                 acc, gain = rec["a_obs"][e], rec["a_obs"][e] - rec["p_init"][e]
-            rows.append([name, e if e != "all" else "all (Macro-F1)", v["n"], f"{100 * acc:.1f}", f"{100 * gain:+.1f}",
-                         *(f"{v[k]:.2f}" if k.endswith("_m") else f"{v[k]:.1f}" if k != "contacts" else v[k]
+            rows.append([name, e if e != "all" else "all (Macro-F1)", v["n"], md.pct(acc), md.signed(gain),
+                         *(md.num(v[k], 2 if k.endswith("_m") else 1) if k != "contacts" else v[k]
                            for k in SOCIAL_COLUMNS)])
     if rows:
-        out += ["", "| " + " | ".join(head) + " |", "|" + "|".join(["---", "---"] + ["---:"] * (len(head) - 2)) + "|"]
-        out += ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+        out += ["", md.table(head, rows, left=2)]
     return "\n".join(out)
 
 

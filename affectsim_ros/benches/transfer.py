@@ -34,6 +34,7 @@ from affectsim_core.protocol import SETTINGS
 from affectsim_core.record import EpisodeRecord
 from affectsim_eval.run.config import EvalConfig, select_episodes
 from affectsim_core.resampling import Interval, bootstrap_interval
+from affectsim_eval.scoring import markdown as md
 from affectsim_eval.scoring.metrics import compute_all
 from affectsim_eval.run.report import REFERENCES, summarize
 from affectsim_eval.run.store import ResultsStore
@@ -157,11 +158,9 @@ def table3_6(runs: dict[str, dict], first: str = "condition") -> list[str]:
     rows = []
     for name, c in runs.items():
         t6 = c["table6"]
-        rows.append([name, c["n"], *(f"{100 * c['group'][s]:.1f}" for s in SETTINGS),
-                     "–" if c["group_ogr"] is None else f"{100 * c['group_ogr']:.1f}",
-                     *(f"{t6[k]:.1f}" if k != "mean_path_m" else f"{t6[k]:.2f}" for k in TABLE6_COLUMNS)])
-    out = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
-    return out + ["| " + " | ".join(map(str, r)) + " |" for r in rows]
+        rows.append([name, c["n"], *(md.pct(c["group"][s]) for s in SETTINGS), md.pct(c["group_ogr"]),
+                     *(md.num(t6[k], 2 if k == "mean_path_m" else 1) for k in TABLE6_COLUMNS)])
+    return md.table(head, rows).split("\n")
 
 
 def table(res: dict) -> str:
