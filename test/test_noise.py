@@ -327,6 +327,41 @@ def test_models_of_a_set_are_independent_and_reseeded_per_episode():
         one.reseed(-1)
 
 
+def test_models_of_one_stream_are_applied_in_registration_order_and_one_latency_model_at_most(monkeypatch):
+    """A model registered after the shipped ones (a user's plugin) is applied by the set, after them."""
+    from affectsim_bridge.bridge_node import PARAMS, node_params, noise_set
+    from affectsim_bridge.world.noise import NoiseModel, register_model
+
+    monkeypatch.setattr(NOISE_MODELS, "_entries", dict(NOISE_MODELS._entries))
+
+    @register_model("laser_offset")
+    class Offset(NoiseModel):
+        """Every range 1 m longer."""
+
+        stream = "laser"
+        summary = "laser offset"
+
+        def apply(self, ranges, range_min, range_max):
+            return np.asarray(ranges, np.float32) + 1.0
+
+    @register_model("late")
+    class Late(CameraLatency):
+        stream = "latency"
+
+    ranges = np.full(50, 3.0)
+    both = NoiseSet.from_config({"noise_laser_offset_enabled": True, "noise_laser_enabled": True,
+                                 "noise_laser_sigma_m": 0.0}, seed=1)
+    assert [m.name for m in both.streams["laser"]] == ["laser", "laser_offset"] and "laser" in both
+    assert np.array_equal(both.apply_laser(ranges, 0.05, 2.5), np.full(50, 3.5, np.float32))  # clipped, then +1
+    assert "noise_laser_offset_enabled" in {p.name for p in node_params()} - {p.name for p in PARAMS}
+    with pytest.raises(InvalidInput, match="noise_late_enabled=True is invalid; expected false while "
+                                           "noise_latency_enabled is true"):
+        NoiseSet.from_config({"noise_latency_enabled": True, "noise_late_enabled": True})
+    p = {q.name: q.default for q in node_params()}
+    with pytest.raises(InvalidInput, match="parameter noise_late_enabled=True is invalid; expected false with mode=lockstep"):
+        noise_set({**p, "noise_late_enabled": True})  # a latency model, whatever its name: free_run only
+
+
 # ------------------------------------------------------------------ the bridge node
 def test_the_bridge_refuses_noise_models_in_a_mode_they_do_not_apply_to():
     from affectsim_bridge.bridge_node import PARAMS, noise_set
