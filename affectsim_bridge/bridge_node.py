@@ -73,8 +73,8 @@ NOISE_PARAMS: tuple[Param, ...] = (  # derived from the noise-model registry (af
           bounds=(0, 2 ** 32 - 1)),
     *(Param(key, default, description, bounds=bounds) for key, default, bounds, description in config_params()),
 )
-NOISE_FREE_RUN_ONLY = ("latency",)  # lockstep publishes the frame of each action's end: no delay to model
-NOISE_LOCKSTEP_ONLY = ("actuation",)  # free_run moves by /cmd_vel, which the nav node closes on /odom
+NOISE_FREE_RUN_ONLY = ("latency",)  # streams; lockstep publishes the frame of each action's end: no delay to model
+NOISE_LOCKSTEP_ONLY = ("actuation",)  # streams; free_run moves by /cmd_vel, which the nav node closes on /odom
 
 PARAMS: tuple[Param, ...] = (
     Param("backend", DEFAULT_BACKEND, "simulator backend", choices=BACKENDS.names),
@@ -111,13 +111,21 @@ def noise_set(p: dict[str, object]) -> NoiseSet:
     out of range or a model is enabled in a mode it does not apply to."""
     noise = NoiseSet.from_config(p, seed=int(p[SEED_KEY]))
     mode = p["mode"]
-    for names, needs in ((NOISE_FREE_RUN_ONLY, "free_run"), (NOISE_LOCKSTEP_ONLY, "lockstep")):
-        for name in names:
-            if name in noise and mode != needs:
-                raise InvalidInput(f"parameter noise_{name}_enabled", True,
-                                   f"false with mode={mode} (the {name} noise model applies in mode {needs} "
+    for streams, needs in ((NOISE_FREE_RUN_ONLY, "free_run"), (NOISE_LOCKSTEP_ONLY, "lockstep")):
+        for model in (m for stream in streams for m in noise.streams.get(stream, ())):
+            if mode != needs:
+                raise InvalidInput(f"parameter noise_{model.name}_enabled", True,
+                                   f"false with mode={mode} (the {model.name} noise model applies in mode {needs} "
                                    "only; docs/noise.md)", where="bridge")
     return noise
+
+
+def node_params() -> tuple[Param, ...]:
+    """:data:`PARAMS` and the parameters of noise models registered after this module was imported (users'
+    plugins, imported by the node executable before it creates the node)."""
+    known = {p.name for p in PARAMS}
+    return PARAMS + tuple(Param(key, default, description, bounds=bounds)
+                          for key, default, bounds, description in config_params() if key not in known)
 
 
 class BridgeNode(Node):
@@ -125,7 +133,7 @@ class BridgeNode(Node):
 
     def __init__(self) -> None:
         super().__init__("bridge")
-        self.p = declare_params(self, PARAMS)
+        self.p = declare_params(self, node_params())
         self.noise = noise_set(self.p)  # before the simulator starts: a bad noise parameter stops the node now
         k = CameraIntrinsics.from_vfov(self.p["camera_width"], self.p["camera_height"],
                                        math.radians(self.p["camera_vfov_deg"]))

@@ -1,4 +1,6 @@
-"""Test environment: DDS on loopback with a fresh domain id per session, headless EGL rendering."""
+"""Test environment: DDS on loopback with a fresh domain id per session, headless EGL rendering, and the
+users' plugins (entry points, ``$AFFECTSIM_PLUGINS``) registered before the tests are collected, so the
+conformance tests over every registry entry cover them (docs/extending.md)."""
 
 from __future__ import annotations
 
@@ -6,10 +8,12 @@ import os
 
 import pytest
 
+from affectsim_core.plugins import load_plugins
 from affectsim_core.ros.env import ensure_loopback, pick_domain_id
 
 os.environ.setdefault("ROS_DOMAIN_ID", str(pick_domain_id()))  # the user's choice, else a fresh one per session
 ensure_loopback()
+load_plugins()
 
 
 @pytest.fixture(scope="session")

@@ -37,7 +37,7 @@ def _depth(seed=1, **kw):
 
 # ------------------------------------------------------------------ every registered model
 def _inputs(name: str) -> tuple:
-    """A typical input of model ``name`` and the call producing its output."""
+    """A typical input of model ``name`` (of its stream) and the call producing its output."""
     rng = np.random.default_rng(0)
     depth = rng.uniform(0.5, 6.0, (48, 64)).astype(np.float32)
     rgb = rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)
@@ -50,11 +50,12 @@ def _inputs(name: str) -> tuple:
                                         for i in range(20)]),
         "actuation": lambda m: np.array([m.realise(FORWARD_M, 0.0) for _ in range(10)]),
         "latency": lambda m: np.array([m.push(t / 15.0, t) for t in range(10)]),
-    }[name]
+    }[model_class(name).stream]
 
 
 def test_every_model_is_registered_and_documented():
-    assert set(NOISE_MODELS.names()) == {"depth", "rgb", "laser", "odometry", "actuation", "latency"}
+    shipped = {n for n in NOISE_MODELS.names() if model_class(n).__module__.startswith("affectsim_")}  # not plugins
+    assert shipped == {"depth", "rgb", "laser", "odometry", "actuation", "latency"}
     for name in NOISE_MODELS.names():
         cls = model_class(name)
         assert cls.name == name and cls.summary and cls.__doc__ and cls.PARAMS
@@ -325,6 +326,41 @@ def test_models_of_a_set_are_independent_and_reseeded_per_episode():
             NoiseSet.from_config(config)
     with pytest.raises(InvalidInput, match="noise_seed"):
         one.reseed(-1)
+
+
+def test_models_of_one_stream_are_applied_in_registration_order_and_one_latency_model_at_most(monkeypatch):
+    """A model registered after the shipped ones (a user's plugin) is applied by the set, after them."""
+    from affectsim_bridge.bridge_node import PARAMS, node_params, noise_set
+    from affectsim_bridge.world.noise import NoiseModel, register_model
+
+    monkeypatch.setattr(NOISE_MODELS, "_entries", dict(NOISE_MODELS._entries))
+
+    @register_model("laser_offset")
+    class Offset(NoiseModel):
+        """Every range 1 m longer."""
+
+        stream = "laser"
+        summary = "laser offset"
+
+        def apply(self, ranges, range_min, range_max):
+            return np.asarray(ranges, np.float32) + 1.0
+
+    @register_model("late")
+    class Late(CameraLatency):
+        stream = "latency"
+
+    ranges = np.full(50, 3.0)
+    both = NoiseSet.from_config({"noise_laser_offset_enabled": True, "noise_laser_enabled": True,
+                                 "noise_laser_sigma_m": 0.0}, seed=1)
+    assert [m.name for m in both.streams["laser"]] == ["laser", "laser_offset"] and "laser" in both
+    assert np.array_equal(both.apply_laser(ranges, 0.05, 2.5), np.full(50, 3.5, np.float32))  # clipped, then +1
+    assert "noise_laser_offset_enabled" in {p.name for p in node_params()} - {p.name for p in PARAMS}
+    with pytest.raises(InvalidInput, match="noise_late_enabled=True is invalid; expected false while "
+                                           "noise_latency_enabled is true"):
+        NoiseSet.from_config({"noise_latency_enabled": True, "noise_late_enabled": True})
+    p = {q.name: q.default for q in node_params()}
+    with pytest.raises(InvalidInput, match="parameter noise_late_enabled=True is invalid; expected false with mode=lockstep"):
+        noise_set({**p, "noise_late_enabled": True})  # a latency model, whatever its name: free_run only
 
 
 # ------------------------------------------------------------------ the bridge node

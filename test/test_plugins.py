@@ -2,13 +2,22 @@
 spec conformance, finite outputs, the same inputs (seed, actions, frames) give the same result.
 
 One test, parametrised over every entry of every registry (backends, policies, person detectors,
-recognizers, metrics), so a new plugin is covered by registering it.
+recognizers, metrics, noise models), so a new plugin is covered by registering it (users' plugins
+too: ``conftest.py`` loads them first). Trainers and benches have theirs in ``test_registries.py`` and
+``test_benches.py``; every registry of the packages must have one. The examples of
+``docs/extending.md`` are loaded as the plugins they are and checked the same way.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+import json
 import math
 import os
+import re
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +28,7 @@ import affectsim_perception  # noqa: F401  (registers the person detectors and r
 from affectsim_bridge.backends.mujoco import fetch_model
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement, LaserSpec, SimulatorBackend
+from affectsim_bridge.world.noise import NOISE_MODELS, STREAMS, NoiseModel, NoiseSet, model_rng
 from affectsim_bridge.humans.generator import generate
 from affectsim_bridge.humans.styles import Performer
 from affectsim_bridge.world.scene import load_scene
@@ -28,18 +38,29 @@ from affectsim_core.errors import MissingDependency
 from affectsim_core.geometry import Pose2D
 from affectsim_core.observation import EpisodeInfo
 from affectsim_core.person_tracking import DETECTORS, PersonDetection
-from affectsim_core.protocol import EMOTIONS, Outcome
+from affectsim_core import plugins
+from affectsim_core.protocol import EMOTIONS, FORWARD_M, TURN_RAD, Outcome
 from affectsim_eval.scoring.metrics import METRICS
 from affectsim_eval.episode.worlds import SimulatorWorld
 from affectsim_nav.active import run_active
 from affectsim_nav.policy import POLICIES, create_policy
 from affectsim_perception.person_model import clear_pose_cache
+from affectsim_eval.training.train import TRAINERS
 from affectsim_perception.recognizers import RECOGNIZERS, ClipInput
+from affectsim_ros.benches import BENCHES
 
+ROOT = Path(__file__).resolve().parents[1]
 START = Pose2D(1.5, 2.5, 0.0)  # living room of test_apartment, facing +x
+FX = 554.0  # px, the Fetch head camera at 640x480
 PLUGINS = ([("backend", n) for n in BACKENDS.names()] + [("policy", n) for n in POLICIES.names()]
            + [("detector", n) for n in DETECTORS.names()] + [("recognizer", n) for n in RECOGNIZERS.names()]
-           + [("metric", n) for n in METRICS.names()])
+           + [("metric", n) for n in METRICS.names()] + [("noise", n) for n in NOISE_MODELS.names()])
+#: Every registry of the packages -> where its test over every entry is: a kind of PLUGINS, or test::function.
+CONFORMANCE = {"BACKENDS": "backend", "POLICIES": "policy", "DETECTORS": "detector", "RECOGNIZERS": "recognizer",
+               "METRICS": "metric", "NOISE_MODELS": "noise",
+               "TRAINERS": "test_registries.py::test_every_trainer_conforms",
+               "BENCHES": "test_benches.py::test_a_bench_lists_and_takes_only_its_own_options"}
+REGISTRIES = (BACKENDS, POLICIES, DETECTORS, RECOGNIZERS, METRICS, NOISE_MODELS, TRAINERS, BENCHES)
 
 
 @pytest.fixture(scope="module")
@@ -131,6 +152,7 @@ def _policy(name, world):
             assert len(res.clip.frames) == 4  # a clip of 4 full-rate frames keeps those 4 (sampled with repeats)
         trajectories.append(res.log.trajectory)
     assert trajectories[0] == trajectories[1]  # same episode: same trajectory
+    return res
 
 
 def _detector(name, world):
@@ -187,6 +209,90 @@ def _metric(name):
             assert math.isfinite(v)
 
 
+def _poses(poses) -> np.ndarray:
+    return np.array([[p.x, p.y, p.yaw] for p in poses])
+
+
+def _through(noise: NoiseSet, stream: str) -> tuple:
+    """(input, what ``noise`` makes of it) for a typical input of ``stream``, as the bridge calls it;
+    checks that the output is of the stream's type."""
+    rng = np.random.default_rng(0)
+    if stream in ("depth", "rgb", "laser"):
+        if stream == "depth":
+            x = rng.uniform(0.5, 6.0, (48, 64)).astype(np.float32)
+            x[:4, :4] = np.nan  # no return
+            y = noise.apply_depth(x, FX)
+            assert y.dtype == np.float32 and (np.isnan(y) | (y > 0)).all()
+        elif stream == "rgb":
+            x = rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)
+            y = noise.apply_rgb(x, np.array([0.0, 0.5, 0.0]), FX, FX)  # panning at 0.5 rad/s
+            assert y.dtype == np.uint8
+        else:
+            x = rng.uniform(0.1, 20.0, 200).astype(np.float32)
+            x[:5] = np.inf  # no echo
+            y = noise.apply_laser(x, 0.05, 25.0)
+            assert y.dtype == np.float32 and (np.isinf(y) | ((y >= 0.05) & (y <= 25.0))).all()
+        assert y.shape == x.shape
+        return x, y
+    if stream == "odometry":
+        true = [Pose2D(0.1 * i, 0.02 * i, 0.05 * i) for i in range(20)]
+        est = [noise.odometry(p) for p in true]
+        assert all(isinstance(p, Pose2D) and p.is_finite() for p in est)
+        return _poses(true), _poses(est)
+    if stream == "actuation":
+        asked = [(FORWARD_M, 0.0), (0.0, TURN_RAD), (0.0, -TURN_RAD)] * 4
+        done = np.array([noise.realise(*a) for a in asked], float)
+        assert done.shape == (12, 2) and np.isfinite(done).all()
+        assert noise.realise(0.0, 0.0) == (0.0, 0.0)  # STOP stays still
+        return np.array(asked), done
+    assert stream == "latency"
+    captured = np.arange(10) / 15.0
+    model = noise.get("latency")
+    if model is None:
+        return captured, captured
+    delivered = np.array([model.push(float(t), k) for k, t in enumerate(captured)])
+    assert (delivered >= captured).all() and (np.diff(delivered) >= 0).all()  # after capture, in order
+    assert model.due(float(delivered[-1])) == [(float(t), k) for k, t in enumerate(captured)]  # capture stamps kept
+    return captured, delivered
+
+
+def _noise(name):
+    cls = NOISE_MODELS.get(name)
+    assert isinstance(cls, type) and issubclass(cls, NoiseModel) and cls.name == name
+    assert cls.stream in STREAMS, f"noise model {name!r}: stream {cls.stream!r} is not one of {list(STREAMS)}"
+    for method in re.findall(r"(?:^|; )(\w+)\(", STREAMS[cls.stream]):
+        assert callable(getattr(cls, method, None)), f"a {cls.stream} noise model has {method}"
+    assert cls.summary and "\n" not in cls.summary and cls.__doc__
+    params = [p.name for p in cls.PARAMS]
+    assert len(params) == len(set(params)) and "enabled" not in params
+    for p in cls.PARAMS:
+        assert p.bounds[0] <= p.default <= p.bounds[1] and p.check(name, p.default) == p.default
+
+    off = NoiseSet.from_config({f"noise_{name}_enabled": False, **{p.key(name): p.default for p in cls.PARAMS}})
+    x, y = _through(off, cls.stream)
+    assert y is x or np.array_equal(y, x), "a model that is off changes nothing"
+    if cls.stream in ("depth", "rgb", "laser"):
+        assert y is x  # not even a copy
+
+    on = {f"noise_{name}_enabled": True}
+    first = NoiseSet.from_config(on, seed=7)
+    assert list(first.models) == [name] and cls.stream in first
+    x, a = _through(first, cls.stream)
+    assert not np.array_equal(a, x, equal_nan=True), "a model that is on changes its input"
+    assert np.array_equal(_through(NoiseSet.from_config(on, seed=7), cls.stream)[1], a, equal_nan=True)
+    drew = first.models[name].rng.bit_generator.state != model_rng(7, name).bit_generator.state
+    first.reseed(7)  # a new episode: the same noise again
+    assert np.array_equal(_through(first, cls.stream)[1], a, equal_nan=True)
+    if drew:  # a model that draws gives other noise with another seed: at its defaults or mid-range
+        mid = {p.key(name): type(p.default)((p.bounds[0] + p.bounds[1]) / 2) for p in cls.PARAMS}
+
+        def differs(config):
+            return not np.array_equal(_through(NoiseSet.from_config(config, seed=7), cls.stream)[1],
+                                      _through(NoiseSet.from_config(config, seed=8), cls.stream)[1], equal_nan=True)
+
+        assert differs(on) or differs({**on, **mid})
+
+
 @pytest.mark.parametrize("kind, name", PLUGINS, ids=[f"{k}:{n}" for k, n in PLUGINS])
 def test_every_registered_plugin_conforms(kind, name, world, vlm_server):
     if kind == "backend":
@@ -197,5 +303,142 @@ def test_every_registered_plugin_conforms(kind, name, world, vlm_server):
         _detector(name, world)
     elif kind == "recognizer":
         _recognizer(name, world, vlm_server)
+    elif kind == "noise":
+        _noise(name)
     else:
         _metric(name)
+
+
+def _parametrised(test) -> list:
+    """The values a test is parametrised over (its one ``parametrize`` mark)."""
+    (mark,) = [m for m in getattr(test, "pytestmark", []) if m.name == "parametrize"]
+    return list(mark.args[1])
+
+
+def test_every_registry_has_a_conformance_test():
+    """Each ``Registry(...)`` of the packages is listed in CONFORMANCE, with a test over all its names."""
+    found = {}
+    for path in sorted(ROOT.glob("affectsim_*/**/*.py")):
+        for m in re.finditer(r"^([A-Z][A-Z0-9_]*)\b[^=\n]*=\s*Registry\(", path.read_text(), re.M):
+            found[m.group(1)] = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+    assert set(found) == set(CONFORMANCE), "a registry without a conformance test here, or one listed that is gone"
+    for var, module in found.items():
+        registry = getattr(importlib.import_module(module), var)
+        assert registry in REGISTRIES
+        where = CONFORMANCE[var]
+        if "::" in where:
+            file, test = where.split("::")
+            covered = _parametrised(getattr(importlib.import_module(file.removesuffix(".py")), test))
+        else:
+            covered = [n for k, n in PLUGINS if k == where]
+        assert covered == registry.names() and covered, var
+
+
+# ---------------------------------------------------------------------------------------------- docs/extending.md
+def _examples() -> dict[str, tuple[str, str]]:
+    """Section of ``docs/extending.md`` -> (file, source) of each python block whose first line is
+    ``# path/of/the/file.py``."""
+    out = {}
+    for section in re.split(r"^## ", (ROOT / "docs" / "extending.md").read_text(), flags=re.M)[1:]:
+        for block in re.findall(r"```python\n(.*?)```", section, re.S):
+            first = block.splitlines()[0]
+            if re.fullmatch(r"# [\w/]+\.py", first):
+                out[section.splitlines()[0]] = (first[2:], block)
+    return out
+
+
+EXAMPLES = _examples()
+
+
+@pytest.fixture
+def example_plugin(tmp_path, monkeypatch):
+    """Loads an example file as the plugin it is (a module named by $AFFECTSIM_PLUGINS, or a bench
+    module of ``affectsim_ros.benches``) beside the shipped entries (not users' plugins, which may be the
+    same example); what it registered, and the modules, are gone afterwards."""
+    for reg in REGISTRIES:
+        monkeypatch.setattr(reg, "_entries", {n: f for n, f in reg._entries.items()
+                                              if getattr(f, "__module__", "").startswith("affectsim_")})
+    before = set(sys.modules)
+
+    def load(path: str, source: str) -> dict[str, list[str]]:
+        names = {id(reg): reg.names() for reg in REGISTRIES}
+        module = path.removesuffix(".py").replace("/", ".")
+        file = tmp_path / path
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_text(source)
+        if module.startswith("affectsim_ros.benches."):  # a bench: a module of the package
+            spec = importlib.util.spec_from_file_location(module, file)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[module] = mod
+            spec.loader.exec_module(mod)
+        else:  # a user's plugin, found as users' plugins are (a copy already imported is set aside)
+            parts = module.split(".")
+            for k in range(1, len(parts) + 1):
+                monkeypatch.delitem(sys.modules, ".".join(parts[:k]), raising=False)
+            monkeypatch.syspath_prepend(str(tmp_path))
+            monkeypatch.setenv(plugins.ENV, module)
+            monkeypatch.setattr(plugins, "_LOADED", {})
+            assert module in plugins.load_plugins()
+        return {reg.kind: [n for n in reg.names() if n not in names[id(reg)]] for reg in REGISTRIES
+                if reg.names() != names[id(reg)]}
+
+    yield load
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+
+
+def test_extending_md_has_an_example_file_per_kind():
+    assert set(EXAMPLES) >= {"A policy", "A frozen recognizer", "A person detector", "A simulator backend",
+                             "A noise model", "A bench"}
+
+
+@pytest.mark.parametrize("section", sorted(EXAMPLES))
+def test_every_example_of_extending_md_conforms(section, example_plugin, world, vlm_server, capsys, tmp_path):
+    path, source = EXAMPLES[section]
+    added = example_plugin(path, source)
+    ((kind, (name,)),) = added.items()  # one entry of one registry
+    if kind == "policy":
+        assert _policy(name, world).outcome == Outcome.HANDOFF  # the person 2.5 m ahead is seen at once
+    elif kind == "recognizer":
+        _recognizer(name, world, vlm_server)
+        rec = RECOGNIZERS.create(name)
+        still = rec.predict(ClipInput(np.zeros((8, 224, 224, 3), np.uint8)))
+        moving = rec.predict(ClipInput(np.stack([resize(f) for f in world["frames"]])))
+        assert still.label == "neutral" and moving.probs[EMOTIONS.index("happy")] > still.probs[EMOTIONS.index("happy")]
+    elif kind == "person detector":
+        _detector(name, world)
+        full, near, far = DETECTORS.create("blazepose"), DETECTORS.create(name), DETECTORS.create(name, 10_000)
+        a, b = full.detect(world["frames"][0]), near.detect(world["frames"][0])
+        assert np.array_equal(a.keypoints, b.keypoints) and far.detect(world["frames"][0]) is None
+        for d in (full, near, far):
+            d.close()
+    elif kind == "simulator backend":
+        _backend(name, world)
+        frames = []
+        for n in ("mujoco", name):
+            b = BACKENDS.create(n)
+            b.load(world["scene"], START, world["people"])
+            frames.append(b.render_head_camera().rgb)
+            b.close()
+        assert np.array_equal(frames[1], frames[0] // 3)
+    elif kind == "noise model":
+        _noise(name)
+        from affectsim_bridge.bridge_node import node_params
+
+        assert {f"noise_{name}_enabled", f"noise_{name}_fraction"} <= {p.name for p in node_params()}
+        both = NoiseSet.from_config({"noise_rgb_enabled": True, f"noise_{name}_enabled": True}, seed=3)
+        assert [m.name for m in both.streams["rgb"]] == ["rgb", name]  # the shipped model first
+        img = np.full((48, 64, 3), 200, np.uint8)
+        out = both.apply_rgb(img, np.zeros(3), FX, FX)
+        dead = (out == 0).all(axis=2)
+        assert 0 < dead.mean() < 0.05 and (out[~dead] > 150).all()  # black pixels, the rest noisy but bright
+    else:
+        assert kind == "bench"
+        import test_benches
+        from affectsim_ros import cli
+
+        test_benches.test_a_bench_lists_and_takes_only_its_own_options(name, capsys)
+        assert cli.main(["bench", name, "--frames", "2", "--out", str(tmp_path / "out.json")]) == 0
+        out = json.loads((tmp_path / "out.json").read_text())
+        assert set(out) == set(DETECTORS.names()) and out["blazepose"]["found"] == 1.0
+        assert out["blazepose"]["ms_per_frame"] > 0 and "blazepose: " in capsys.readouterr().out

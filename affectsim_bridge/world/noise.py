@@ -8,6 +8,10 @@ models are independent of each other and the same seed gives the same noise. A d
 built: its input comes back unchanged (the same object), so with everything off the published data are
 bit-identical to the noise-free simulator. ROS-free (numpy only); the bridge node is the adapter.
 
+Each model perturbs one *stream* of the bridge's data (its ``stream``, one of :data:`STREAMS`) through
+that stream's method; the bridge applies every enabled model of a stream, in registration order, so a
+plugin model (``docs/extending.md``) is used by registering it.
+
 Models (details in each class and in ``docs/noise.md``):
 
 =============  ==============================================================================
@@ -43,6 +47,16 @@ CONFIG_PREFIX = "noise_"  # bridge parameters of the noise models: noise_<model>
 ENABLED = "enabled"
 SEED_KEY = "noise_seed"  # the seed parameter, not a model's
 
+#: The data a noise model can perturb -> the method the bridge calls on a model of that stream.
+STREAMS: dict[str, str] = {
+    "depth": "apply(depth (H, W) float32 m, fx px) -> depth",
+    "rgb": "apply(rgb (H, W, 3) uint8, omega (3,) rad/s optical frame, fx px, fy px) -> rgb",
+    "laser": "apply(ranges (N,) m, range_min m, range_max m) -> ranges (float32)",
+    "odometry": "update(true_pose Pose2D in odom) -> estimated Pose2D",
+    "actuation": "realise(translation m, rotation rad) -> (translation m, rotation rad)",
+    "latency": "push(t_capture s, frame) -> delivery time s; due(t_now s) -> [(t_capture, frame)]",
+}
+
 
 @dataclass(frozen=True)
 class NoiseParam:
@@ -73,10 +87,11 @@ class NoiseParam:
 
 class NoiseModel:
     """Base class: parameters from ``PARAMS`` (checked), a generator ``rng``, per-episode state in
-    :meth:`reset`. Subclasses set ``summary`` and ``PARAMS``; ``name`` (the prefix of the parameters) is the
-    one :func:`register_model` registers them under."""
+    :meth:`reset`. Subclasses set ``stream`` (what they perturb, a key of :data:`STREAMS`, with its
+    method), ``summary`` and ``PARAMS``; ``name`` is the one they are registered under."""
 
     name: ClassVar[str] = ""
+    stream: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     PARAMS: ClassVar[tuple[NoiseParam, ...]] = ()
 
@@ -103,7 +118,7 @@ class NoiseModel:
         return {p.name: getattr(self, p.name) for p in self.PARAMS}
 
 
-NOISE_MODELS: Registry[NoiseModel] = Registry("noise model", name_attr="name")
+NOISE_MODELS: Registry[NoiseModel] = Registry("noise model")
 
 
 def register_model(name: str):
@@ -113,7 +128,8 @@ def register_model(name: str):
     def decorate(cls: type[NoiseModel]) -> type[NoiseModel]:
         if not (isinstance(cls, type) and issubclass(cls, NoiseModel)):
             raise TypeError(f"noise model {name!r}: {cls!r} is not a NoiseModel subclass")
-        NOISE_MODELS.register(name)(cls)  # sets cls.name
+        NOISE_MODELS.register(name)(cls)
+        cls.name = name
         return cls
 
     return decorate
@@ -165,6 +181,7 @@ class DepthNoise(NoiseModel):
     ``sigma_k = 0`` and ``disparity_step_px = 0`` turn 2 and 3 off.
     """
 
+    stream = "depth"
     summary = "structured-light depth noise (sigma_z = k z^2, disparity quantisation, edge dropouts)"
     PARAMS = (
         NoiseParam("sigma_k", 0.0016, (0.0, 0.05), "1/m", "sigma of the depth error per squared metre of depth"),
@@ -245,6 +262,7 @@ class RgbNoise(NoiseModel):
     to uint8.
     """
 
+    stream = "rgb"
     summary = "RGB sensor noise (read + shot) and motion blur from the camera's angular velocity"
     PARAMS = (
         NoiseParam("read_sigma", 2.0, (0.0, 50.0), "DN", "sigma of the signal-independent (read) noise"),
@@ -299,6 +317,7 @@ class LaserNoise(NoiseModel):
     Beams without a return stay ``inf``. sigma 0.02 m is the ``<noise>`` of the base laser in the Fetch
     Gazebo model (``fetch_gazebo/robots/fetch.gazebo.xacro``, "based on spec for SICK TIM561")."""
 
+    stream = "laser"
     summary = "base laser range noise (Gaussian, clipped to the range limits) and dropouts"
     PARAMS = (
         NoiseParam("sigma_m", 0.02, (0.0, 1.0), "m", "sigma of the range error"),
@@ -336,6 +355,7 @@ class OdometryDrift(NoiseModel):
     the position error of a long run grows faster than its length.
     """
 
+    stream = "odometry"
     summary = "odometry drift proportional to distance travelled and angle turned (odom -> base_link)"
     PARAMS = (
         NoiseParam("scale_sigma", 0.01, (0.0, 0.5), "m/m", "sigma of the per-episode distance scale error"),
@@ -393,6 +413,7 @@ class ActuationNoise(NoiseModel):
     also turns slightly and a turn creeps; STOP stays still. The realised motion is then clipped by the
     navigable space like any other."""
 
+    stream = "actuation"
     summary = "actuation error of each primitive action (translation and rotation)"
     PARAMS = (
         NoiseParam("trans_fraction", 0.02, (0.0, 0.5), "m/m", "sigma of the relative translation error"),
@@ -424,6 +445,7 @@ class CameraLatency(NoiseModel):
     as a real driver stamps frames. Frames are held in a queue (:meth:`push`, :meth:`due`); the bridge
     supports it in ``free_run`` only (in lockstep each observation is the frame of the action's end)."""
 
+    stream = "latency"
     summary = "camera latency (frames delivered after capture, keeping their capture stamp; free_run only)"
     PARAMS = (
         NoiseParam("delay_s", 0.1, (0.0, 0.5), "s", "delay from capture to delivery"),
@@ -460,11 +482,24 @@ class CameraLatency(NoiseModel):
 
 # ---------------------------------------------------------------------------------------------- container
 class NoiseSet:
-    """The enabled noise models of one bridge, reseeded per episode. Each ``apply_*`` returns its input
-    unchanged (the same object) when its model is off."""
+    """The enabled noise models of one bridge, reseeded per episode. Each ``apply_*`` passes its input
+    through every enabled model of its stream in registration order, and returns it unchanged (the same
+    object) when none is on. One ``latency`` model at most (its queue delivers the frames)."""
 
     def __init__(self, models: Mapping[str, NoiseModel] | None = None, seed: int = 0) -> None:
-        self.models: dict[str, NoiseModel] = dict(models or {})
+        order = NOISE_MODELS.registered()
+        given = dict(models or {})
+        self.models: dict[str, NoiseModel] = dict(sorted(given.items(), key=lambda kv: (
+            order.index(kv[0]) if kv[0] in order else len(order))))
+        self.streams: dict[str, list[NoiseModel]] = {}
+        for name, model in self.models.items():
+            if model.stream not in STREAMS:
+                raise InvalidInput(f"noise model {name!r} stream", model.stream, f"one of {', '.join(STREAMS)}")
+            self.streams.setdefault(model.stream, []).append(model)
+        latency = [m.name for m in self.streams.get("latency", [])]
+        if len(latency) > 1:
+            raise InvalidInput(f"{CONFIG_PREFIX}{latency[1]}_{ENABLED}", True,
+                               f"false while {CONFIG_PREFIX}{latency[0]}_{ENABLED} is true (one latency model at a time)")
         self.reseed(seed)
 
     @classmethod
@@ -502,36 +537,40 @@ class NoiseSet:
         for name, model in self.models.items():
             model.reseed(model_rng(self.seed, name))
 
-    def __contains__(self, name: object) -> bool:
-        return name in self.models
+    def __contains__(self, stream: object) -> bool:
+        """Whether a model of ``stream`` (a key of :data:`STREAMS`) is enabled."""
+        return stream in self.streams
 
-    def get(self, name: str) -> NoiseModel | None:
-        """The enabled model ``name``, else None."""
-        return self.models.get(name)
+    def get(self, stream: str) -> NoiseModel | None:
+        """The first enabled model of ``stream``, else None (the ``latency`` model: the only one)."""
+        return self.streams.get(stream, [None])[0]
 
     def apply_depth(self, depth: np.ndarray, fx: float) -> np.ndarray:
-        """Depth (H, W) float32 m with the ``depth`` model's noise (:meth:`DepthNoise.apply`)."""
-        m = self.models.get("depth")
-        return depth if m is None else m.apply(depth, fx)  # type: ignore[attr-defined]
+        """Depth (H, W) float32 m through the ``depth`` models (:meth:`DepthNoise.apply`)."""
+        for m in self.streams.get("depth", ()):
+            depth = m.apply(depth, fx)  # type: ignore[attr-defined]
+        return depth
 
     def apply_rgb(self, rgb: np.ndarray, omega: np.ndarray, fx: float, fy: float) -> np.ndarray:
-        """RGB (H, W, 3) uint8 with the ``rgb`` model's blur and noise (:meth:`RgbNoise.apply`)."""
-        m = self.models.get("rgb")
-        return rgb if m is None else m.apply(rgb, omega, fx, fy)  # type: ignore[attr-defined]
+        """RGB (H, W, 3) uint8 through the ``rgb`` models (:meth:`RgbNoise.apply`: blur and noise)."""
+        for m in self.streams.get("rgb", ()):
+            rgb = m.apply(rgb, omega, fx, fy)  # type: ignore[attr-defined]
+        return rgb
 
     def apply_laser(self, ranges: np.ndarray, range_min: float, range_max: float) -> np.ndarray:
-        """Laser ranges (N,) m with the ``laser`` model's noise (:meth:`LaserNoise.apply`)."""
-        m = self.models.get("laser")
-        return ranges if m is None else m.apply(ranges, range_min, range_max)  # type: ignore[attr-defined]
+        """Laser ranges (N,) m through the ``laser`` models (:meth:`LaserNoise.apply`)."""
+        for m in self.streams.get("laser", ()):
+            ranges = m.apply(ranges, range_min, range_max)  # type: ignore[attr-defined]
+        return ranges
 
     def odometry(self, true_pose: Pose2D) -> Pose2D:
         """Odometry estimate in ``odom`` for the true pose in ``odom`` (:meth:`OdometryDrift.update`)."""
-        m = self.models.get("odometry")
-        return true_pose if m is None else m.update(true_pose)  # type: ignore[attr-defined]
+        for m in self.streams.get("odometry", ()):
+            true_pose = m.update(true_pose)  # type: ignore[attr-defined]
+        return true_pose
 
     def realise(self, translation_m: float, rotation_rad: float) -> tuple[float, float]:
         """Realised (translation m, rotation rad) of a primitive action (:meth:`ActuationNoise.realise`)."""
-        m = self.models.get("actuation")
-        if m is None:
-            return translation_m, rotation_rad
-        return m.realise(translation_m, rotation_rad)  # type: ignore[attr-defined]
+        for m in self.streams.get("actuation", ()):
+            translation_m, rotation_rad = m.realise(translation_m, rotation_rad)  # type: ignore[attr-defined]
+        return translation_m, rotation_rad

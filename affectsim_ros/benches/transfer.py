@@ -54,7 +54,7 @@ def conditions(repeats: int, real_time_factor: float) -> dict[str, tuple[dict[st
     for k in range(1, repeats + 1):
         out[f"cmd_vel_{k}"] = (free, {})
     out["cmd_vel_noise"] = (free, {f"{CONFIG_PREFIX}{m}_{ENABLED}": True for m in NOISE_MODELS.names()
-                                   if m not in NOISE_LOCKSTEP_ONLY})
+                                   if NOISE_MODELS.get(m).stream not in NOISE_LOCKSTEP_ONLY})
     return out
 
 
