@@ -118,7 +118,7 @@ class NoiseModel:
         return {p.name: getattr(self, p.name) for p in self.PARAMS}
 
 
-NOISE_MODELS: Registry[NoiseModel] = Registry("noise model")
+NOISE_MODELS: Registry[NoiseModel] = Registry("noise model", name_attr="name")
 
 
 def register_model(name: str):
@@ -128,8 +128,7 @@ def register_model(name: str):
     def decorate(cls: type[NoiseModel]) -> type[NoiseModel]:
         if not (isinstance(cls, type) and issubclass(cls, NoiseModel)):
             raise TypeError(f"noise model {name!r}: {cls!r} is not a NoiseModel subclass")
-        NOISE_MODELS.register(name)(cls)
-        cls.name = name
+        NOISE_MODELS.register(name)(cls)  # sets cls.name
         return cls
 
     return decorate
