@@ -87,25 +87,28 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
     fallback = acq.frames is None
     with times("recognition"):
         if passive is None:
-            passive = PassiveResult(choice, seen, {s: world.recognize(clips[s]) for s in PASSIVE_SETTINGS},
-                                    {s: world.recognize_stream(stream[s], st) for s in PASSIVE_SETTINGS}
-                                    if streamed else None, clips["p_init"])
-            if cache is not None:
-                cache.put(key, passive)
-        frames = {"p_init": passive.p_init_frames, "a_obs": passive.p_init_frames if fallback else acq.frames}
-        preds = {**passive.predictions, "a_obs": world.recognize(frames["a_obs"])}
+            predicted = {s: world.recognize(clips[s]) for s in PASSIVE_SETTINGS}
+            windows = {s: world.recognize_stream(stream[s], st) for s in PASSIVE_SETTINGS} if streamed else None
+        p_init = clips["p_init"] if passive is None else passive.p_init_frames
+        frames = {"p_init": p_init, "a_obs": p_init if fallback else acq.frames}
+        preds = {**(predicted if passive is None else passive.predictions), "a_obs": world.recognize(frames["a_obs"])}
         streams = None
         if streamed:
             names = sorted(preds["p_init"])
             enough = acq.stream_frames is not None and len(acq.stream_frames) >= CLIP_FRAMES
-            windowed = {**passive.streams, "a_obs": world.recognize_stream(acq.stream_frames, acq.stream_times)
+            windowed = {**(windows if passive is None else passive.streams),
+                        "a_obs": world.recognize_stream(acq.stream_frames, acq.stream_times)
                         if enough else {n: [] for n in names}}
             streams = streams_record(target, st, windowed, world.vad_recognizers())
+    if passive is None:
+        with times("d_star"):
+            passive = PassiveResult(choice, seen, predicted, windows, p_init, episode_d_star(ep, g.navigable))
+        if cache is not None:
+            cache.put(key, passive)
     visible = {**passive.visible, "a_obs": passive.visible["p_init"] if fallback
                else visible_fraction(g, acq.times, acq.camera_poses)}
-    with times("d_star"):
-        record = episode_record(ep, preds, acq, fallback, passive.plan, {s: visible[s] for s in SETTINGS},
-                                g.navigable, social, streams)
+    record = episode_record(ep, preds, acq, fallback, passive.plan, {s: visible[s] for s in SETTINGS},
+                            passive.d_star, social, streams)
     return EvaluatedEpisode(record, frames)
 
 
@@ -128,22 +131,31 @@ def _render_passive(ep: Episode, world: EvalWorld, scene: Scene, people, humans:
     return choice, seen, {s: rendered[s][0] for s in PASSIVE_SETTINGS}, stream
 
 
+def episode_d_star(ep: Episode, nav: NavigableSpace) -> dict[str, float | None]:
+    """d*(r) (m) for every E-SPL radius r: the geodesic from the start to the target region on ``nav``
+    (the static navmesh); None where the region is empty or unreachable."""
+    anchor = np.array([ep.target.x, ep.target.y])
+    start = np.array(ep.start_position[:2], float)
+    out = {}
+    for r in ESPL_RADII:
+        v = d_star(nav, start, anchor, float(r))
+        out[str(r)] = None if v is None else _r(v)
+    return out
+
+
 def episode_record(ep: Episode, predictions: Mapping[str, Mapping[str, Prediction]], acq: Acquisition,
                    fallback: bool, plan: tuple[str, float, float] | None, visible: Mapping[str, float],
-                   nav: NavigableSpace, social: SocialSummary | None = None,
+                   dstar: Mapping[str, float | None], social: SocialSummary | None = None,
                    streams: AffectStreams | None = None) -> EpisodeRecord:
-    """The paired record of one episode from ``predictions[setting][recognizer]``, the acquisition and
-    the reference observer's choice ``plan`` (frame, distance m, angle rad); d*(r) is computed on ``nav`` (the static navmesh)."""
+    """The paired record of one episode from ``predictions[setting][recognizer]``, the acquisition,
+    the reference observer's choice ``plan`` (frame, distance m, angle rad) and ``dstar``
+    (:func:`episode_d_star`)."""
     target = ep.target
     anchor = np.array([target.x, target.y])
     start = np.array(ep.start_position[:2], float)
     names = sorted(next(iter(predictions.values())))
     d = acq.diagnostics
     diag = type(d)(**{k: (_r(v) if isinstance(v, float) else v) for k, v in d.to_dict().items()})
-    dstar = {}
-    for r in ESPL_RADII:
-        v = d_star(nav, start, anchor, float(r))
-        dstar[str(r)] = None if v is None else _r(v)
     msg = acq.message.splitlines()[0] if acq.message else ""
     return EpisodeRecord(
         episode_id=ep.episode_id, scene_id=ep.scene_id, family=ep.family, challenge=ep.challenge or "",
@@ -155,5 +167,5 @@ def episode_record(ep: Episode, predictions: Mapping[str, Mapping[str, Predictio
                             tuple((_r(x), _r(y), _r(yaw)) for x, y, yaw in acq.trajectory)),
         p_ref=None if plan is None else ReferenceChoice(plan[0], _r(plan[1]), _r(plan[2])),
         visible={s: _r(v, 4) for s, v in visible.items()},
-        d_star=dstar, anchor=(_r(anchor[0]), _r(anchor[1])),
+        d_star=dict(dstar), anchor=(_r(anchor[0]), _r(anchor[1])),
         start=(_r(start[0]), _r(start[1]), _r(ep.start.yaw)), social=social, streams=streams)

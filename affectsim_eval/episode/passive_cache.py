@@ -1,7 +1,7 @@
 """Passive settings computed once: P-Init, P-Ref and P-Mon do not depend on the policy.
 
 What the orchestrator computes for an episode's passive settings — the reference observer's
-choice, the visible-body fractions, every recognizer's prediction of each passive clip (and, for
+choice, the visible-body fractions, d*(r) of E-SPL, every recognizer's prediction of each passive clip (and, for
 an evolving episode, of each passive stream's windows) and the P-Init frames (the A-Obs fallback
 and the run's thumbnail) — is stored under a key of everything that determines it:
 
@@ -55,13 +55,15 @@ class PassiveResult:
     """An episode's passive settings: ``plan`` the reference observer's (frame, distance m, angle
     rad) or None; ``visible`` per passive setting; ``predictions[setting][recognizer]``;
     ``streams[setting][recognizer]`` the (window centre s, prediction) of an evolving episode's
-    stream, else None; ``p_init_frames`` (8, 224, 224, 3) uint8."""
+    stream, else None; ``p_init_frames`` (8, 224, 224, 3) uint8; ``d_star`` d*(r) per E-SPL radius
+    (m or None: it depends on the start and the target only)."""
 
     plan: tuple[str, float, float] | None
     visible: dict[str, float]
     predictions: dict[str, dict[str, Prediction]]
     streams: dict[str, dict[str, list[tuple[float, Prediction]]]] | None
     p_init_frames: np.ndarray
+    d_star: dict[str, float | None]
 
 
 def _sha_files(paths: Sequence[Path], base: Path) -> str:
@@ -153,7 +155,8 @@ class PassiveCache:
                 {s: {n: _unpred(p) for n, p in v.items()} for s, v in meta["predictions"].items()},
                 None if meta["streams"] is None else {
                     s: {n: [(float(t), _unpred(p)) for t, p in w] for n, w in v.items()}
-                    for s, v in meta["streams"].items()}, frames)
+                    for s, v in meta["streams"].items()}, frames,
+                {str(r): None if v is None else float(v) for r, v in meta["d_star"].items()})
         except FileNotFoundError:  # removed by another worker in between
             self.misses += 1
             return None
@@ -168,6 +171,7 @@ class PassiveCache:
     def put(self, key: str, result: PassiveResult) -> None:
         """Store ``result`` atomically (a concurrent writer of the same key writes the same content)."""
         meta = {"plan": None if result.plan is None else list(result.plan), "visible": result.visible,
+                "d_star": result.d_star,
                 "predictions": {s: {n: _pred(p) for n, p in v.items()} for s, v in result.predictions.items()},
                 "streams": None if result.streams is None else {
                     s: {n: [[t, _pred(p)] for t, p in w] for n, w in v.items()} for s, v in result.streams.items()}}
