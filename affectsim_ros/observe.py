@@ -39,7 +39,7 @@ from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES
 from affectsim_eval.run.config import trained_on
 from affectsim_eval.run.store import ResultsStore
 from affectsim_interfaces.action import AcquireObservation, Recognize
-from affectsim_nav.ros_world import frame_observation
+from affectsim_nav.ros_robot import frame_observation
 
 ROBOT = "robot"  # the scene and family of a record observed on a robot
 

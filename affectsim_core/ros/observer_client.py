@@ -1,7 +1,7 @@
 """The client of the observer's two actions: the nav node's ``AcquireObservation`` and the perception
 node's ``Recognize`` (one object with blocking calls, as nav2_simple_commander's navigator is for Nav2).
 
-Used by the evaluator (:class:`~affectsim_eval.episode.ros_world.RosEvalWorld`), ``affectsim
+Used by the evaluator (:class:`~affectsim_eval.episode.ros_eval_world.RosEvalWorld`), ``affectsim
 observe`` on a robot and the soak bench, so that all three send goals, wait, retry lost result
 replies and report failures the same way. A goal is sent once (a lost acceptance fails the request,
 which the caller may retry); its result is asked for again when a reply is lost
