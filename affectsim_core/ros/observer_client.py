@@ -5,9 +5,9 @@ Used by the evaluator (:class:`~affectsim_eval.episode.ros_eval_world.RosEvalWor
 observe`` on a robot and the soak bench, so that all three send goals, wait, retry lost result
 replies and report failures the same way. A goal is sent once (a lost acceptance fails the request,
 which the caller may retry); its result is asked for again when a reply is lost
-(:func:`~affectsim_core.ros.calls.action_result`); a goal whose result is given up on (a timeout, an
-interrupt) is cancelled, best effort, so the robot does not go on searching for nobody. All calls
-block the caller's thread: the node must be spun by another one.
+(:func:`~affectsim_core.ros.calls.action_result`); a goal whose result is given up on (a timeout) is
+cancelled, best effort, so the robot does not go on searching for nobody. All calls block the
+caller's thread: the node must be spun by another one.
 """
 
 from __future__ import annotations
@@ -92,15 +92,17 @@ class ObserverClient:
         """:meth:`start` then :meth:`result` (waited for ``timeout`` s): the raw result, whatever its outcome.
         A goal whose result is given up on (an exception while waiting: a timeout, an interrupt) is
         cancelled first, best effort (waited for at most :data:`ABANDON_CANCEL_S`; its own failure is
-        not reported, and after ``rclpy.shutdown()`` it cannot be sent)."""
+        not reported); not once the node's context is shut down (a stopping node, Ctrl-C under rclpy's
+        signal handler), which must leave at once and could not send it anyway."""
         handle = self.start(key, goal, feedback)
         try:
             return self.result(key, handle, timeout)
         except BaseException:
-            try:
-                self.cancel(handle, ABANDON_CANCEL_S, key)
-            except Exception:  # noqa: BLE001 - the error that made us give up is the one to report
-                pass
+            if self.node.context.ok():  # not on a shutdown: a stopping node leaves at once (node_main's grace)
+                try:
+                    self.cancel(handle, ABANDON_CANCEL_S, key)
+                except Exception:  # noqa: BLE001 - the error that made us give up is the one to report
+                    pass
             raise
 
     def acquire(self, goal: AcquireObservation.Goal, feedback: Callable | None = None) -> AcquireObservation.Result:
