@@ -17,8 +17,8 @@ modules, which are the top.
 3     :mod:`~affectsim_bridge.content`            what the simulator plays, built, checked and previewed:
                                                   the motion library, its validation, motion previews,
                                                   the 57 procedural scenes
-root  :mod:`~affectsim_bridge.bridge_node`        the bridge node, its simulator thread
-      (:mod:`~affectsim_bridge.world_thread`),     (one thread owns the backend) and the privileged views
+root  :mod:`~affectsim_bridge.bridge_node`,       the bridge node, its simulator thread
+      :mod:`~affectsim_bridge.simulator_thread`,  (one thread owns the backend) and the privileged views
       :mod:`~affectsim_bridge.views`              (``render_views``: the node's ``RenderViews`` service
                                                   and the in-process evaluation call the same function)
 ====  ==========================================  ======================================================

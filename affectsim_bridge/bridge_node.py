@@ -16,7 +16,7 @@ map -> base_link carries the drift, like a robot whose localisation is off), act
 lockstep action's realised motion, camera latency (free_run only: a frame captured at t is published at
 t + latency, stamped t). Ground truth (/affectsim/ground_truth/*, the apply_action reply's pose) and
 RenderViews stay noise-free.
-All simulator work runs on one :class:`WorldThread` (EGL renderers are thread-bound).
+All simulator work runs on one :class:`SimulatorThread` (EGL renderers are thread-bound).
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from affectsim_bridge.content.library import DEFAULT_DIR, Library
 from affectsim_bridge.world.noise import SEED_KEY, NoiseSet, config_params
 from affectsim_bridge.world.scene import load_scene
 from affectsim_bridge.views import View, render_views
-from affectsim_bridge.world_thread import WorldThread
+from affectsim_bridge.simulator_thread import SimulatorThread
 from affectsim_core.actions import Action
 from affectsim_core.camera import FETCH_HEAD_HEIGHT, FETCH_HEAD_VFOV_DEG, FETCH_HEAD_WIDTH, CameraIntrinsics
 from affectsim_core.episode import MAX_HUMANS
@@ -148,7 +148,7 @@ class BridgeNode(Node):
         self._answered: dict[str, OrderedDict] = {"load_world": OrderedDict(), "apply_action": OrderedDict()}
         self.calls: Counter = Counter()  # requests per service, logged at shutdown (a robot stand-in makes none)
 
-        self.world = WorldThread()
+        self.sim = SimulatorThread()
         try:
             self._start(robot, k)
         except BaseException:
@@ -156,8 +156,8 @@ class BridgeNode(Node):
             raise
 
     def _start(self, robot: RobotConfig, k: CameraIntrinsics) -> None:
-        """Backend, publishers and services, and the start scene loaded (on the world thread)."""
-        self.backend = self.world.call(lambda: BACKENDS.create(self.p["backend"], robot=robot, head=k,
+        """Backend, publishers and services, and the start scene loaded (on the simulator thread)."""
+        self.backend = self.sim.call(lambda: BACKENDS.create(self.p["backend"], robot=robot, head=k,
                                                               max_depth=self.p["max_depth_m"]))
         self.laser = LaserSpec()
 
@@ -178,15 +178,15 @@ class BridgeNode(Node):
         self.create_subscription(Twist, TOPICS["cmd_vel"], self._on_cmd_vel, 10, callback_group=step_group)
 
         start = Pose2D(self.p["robot_x"], self.p["robot_y"], self.p["robot_yaw"])
-        self.world.call(lambda: self._load(self.p["scene"], start, (), int(self.p[SEED_KEY])), timeout=120.0)
+        self.sim.call(lambda: self._load(self.p["scene"], start, (), int(self.p[SEED_KEY])), timeout=120.0)
         if self.p["mode"] == "free_run":
-            self.world.set_free_run(self._tick, self.p["real_time_factor"])
+            self.sim.set_free_run(self._tick, self.p["real_time_factor"])
         self.get_logger().info(
             f"bridge ready: backend={self.p['backend']} scene={self.p['scene']} mode={self.p['mode']} "
             f"camera={k.width}x{k.height} ROS_DOMAIN_ID={os.environ.get('ROS_DOMAIN_ID')}"
         )
 
-    # ------------------------------------------------------------------ world-thread work
+    # ------------------------------------------------------------------ simulator-thread work
     def _load(self, scene_ref: str, pose: Pose2D, humans: tuple[HumanPlacement, ...], noise_seed: int,
               humans_mode: str = "scripted") -> float:
         scene = load_scene(scene_ref)
@@ -313,7 +313,7 @@ class BridgeNode(Node):
         """``handle(req, res)`` once per nonzero ``request_id``: a repeat of one of the last ANSWERED_KEEP
         requests gets that reply again, failure or success, and changes nothing (a client resends a
         request whose reply was lost, :mod:`affectsim_core.ros.calls`; a timed-out step may still be
-        running on the world thread, so a failed one is not run again either)."""
+        running on the simulator thread, so a failed one is not run again either)."""
         answered, rid = self._answered[service], req.request_id
         if rid:
             with self._state_lock:
@@ -352,7 +352,7 @@ class BridgeNode(Node):
                                       motion=self._motion(h.motion_id) if h.motion_id else None, phase=h.phase)
                        for h in req.humans)
         mode = req.humans_mode or "scripted"
-        t = self.world.call(lambda: self._load(req.scene, pose, humans, int(req.noise_seed), mode), timeout=120.0)
+        t = self.sim.call(lambda: self._load(req.scene, pose, humans, int(req.noise_seed), mode), timeout=120.0)
         res.success, res.message, res.stamp = True, f"loaded {req.scene}", cv.to_time(t)
 
     def _motion(self, motion_id: str):
@@ -386,7 +386,7 @@ class BridgeNode(Node):
             self._publish_all(camera=True, scan=True)
             return r
 
-        r = self.world.call(step, timeout=30.0)
+        r = self.sim.call(step, timeout=30.0)
         res.success, res.message = True, ""
         res.clipped, res.distance_moved = r.clipped, r.distance_m
         res.pose, res.stamp = cv.pose2d_msg(r.pose), cv.to_time(r.sim_time)
@@ -434,7 +434,7 @@ class BridgeNode(Node):
             if not cv.finite(req.times[i], p.x, p.y, p.theta, req.head_tilts[i]):
                 raise InvalidInput(f"views[{i}]", (req.times[i], p.x, p.y, p.theta, req.head_tilts[i]), "finite values")
             views.append(View(float(req.times[i]), Pose2D(p.x, p.y, p.theta), float(req.head_tilts[i]), cam, vfov))
-        frames, poses = self.world.call(lambda: render_views(self.backend, views, req.size or None), timeout=60.0)
+        frames, poses = self.sim.call(lambda: render_views(self.backend, views, req.size or None), timeout=60.0)
         stamp = cv.to_time(self.backend.sim_time)
         res.frames = [cv.image_msg(f, "rgb8", OPTICAL_FRAME, stamp) for f in frames]
         res.camera_poses = [cv.matrix_pose_msg(m) for m in poses]
@@ -460,13 +460,13 @@ class BridgeNode(Node):
             self.calls["_logged"] = 1
             counts = ", ".join(f"{k}={self.calls[k]}" for k in ("load_world", "apply_action", "render_views"))
             self.get_logger().info(f"service calls: {counts}")
-        world = getattr(self, "world", None)  # absent when __init__ failed on a bad parameter
-        if world is not None:
+        sim = getattr(self, "sim", None)  # absent when __init__ failed on a bad parameter
+        if sim is not None:
             try:
-                world.call(self.backend.close, timeout=5.0)
+                sim.call(self.backend.close, timeout=5.0)
             except (AttributeError, RuntimeError, TimeoutError):
                 pass
-            world.stop()
+            sim.stop()
         super().destroy_node()
 
 

@@ -25,7 +25,7 @@ from affectsim_eval.episode.orchestrator import evaluate_episode
 from affectsim_eval.episode.passive_cache import OFF, open_cache
 from affectsim_eval.run.report import write_report
 from affectsim_core.ros.observer_client import GraphError
-from affectsim_eval.episode.ros_world import RosEvalWorld
+from affectsim_eval.episode.ros_eval_world import RosEvalWorld
 from affectsim_nav.base_control import EXECUTIONS
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS

@@ -1,7 +1,7 @@
 """One active-observation episode (A-Obs), stepped stage by stage.
 
-The same loop runs in-process (:class:`~affectsim_eval.episode.worlds.SimulatorWorld`, the evaluation's
-world) and in the nav node (:class:`~affectsim_nav.ros_world.RosWorld`), so both give identical
+The same loop runs in-process (:class:`~affectsim_eval.episode.worlds.SimulatedRobot`, the evaluation's
+robot) and in the nav node (:class:`~affectsim_nav.ros_robot.LockstepRobot`), so both give identical
 trajectories for the same episode. Each step: the policy sees the newest observation and decides; after a stable handoff
 the observations are the clip's frames; a ``Decision.goal`` is planned and followed by the built-in
 follower, or handed to a :class:`GoalMover` (Nav2) that moves the robot while the policy keeps
@@ -45,7 +45,7 @@ class GoalMover(Protocol):
 
 @runtime_checkable
 class ClipStream(Protocol):
-    """A continuous-time world: the clip is sampled from its camera stream at the protocol's times
+    """A continuous-time robot: the clip is sampled from its camera stream at the protocol's times
     (every 0.25 s from the handoff), not once per action."""
 
     def start_clip(self, t0: float) -> None: ...
@@ -67,14 +67,14 @@ class ActiveResult:
 
 
 class ActiveEpisode:
-    """Policy + executor + world for one episode; :meth:`run` advances it to a stage boundary."""
+    """Policy + executor + robot for one episode; :meth:`run` advances it to a stage boundary."""
 
-    def __init__(self, world, info: EpisodeInfo, policy: Policy, max_actions: int = 480, max_planner_calls: int = 80,
+    def __init__(self, robot, info: EpisodeInfo, policy: Policy, max_actions: int = 480, max_planner_calls: int = 80,
                  mover: GoalMover | None = None, times: StageTimes = NULL, stream_until: float | None = None) -> None:
-        self.world, self.policy, self.mover, self.timer = world, policy, mover, times
+        self.robot, self.policy, self.mover, self.timer = robot, policy, mover, times
         self.stream_until = stream_until  # s: keep every observation before it (evolving episodes' A-Obs stream)
         self.stream: list[tuple[float, np.ndarray]] = []  # (stamp s, 224x224 RGB) of every observation kept
-        self.ex = ActionExecutor(world, max_actions, max_planner_calls)
+        self.ex = ActionExecutor(robot, max_actions, max_planner_calls)
         self.planner = GridPlanner(info, self.ex.count_planner_call, times=times)
         self.times: list[float] = []  # sim time (s) of every clip frame collected since the handoff
         self.kept: list[tuple[int, np.ndarray, np.ndarray]] = []  # (index, RGB, camera pose) of the frames kept
@@ -86,7 +86,7 @@ class ActiveEpisode:
         self.outcome: Outcome | None = None
         self.message = ""
         self.last: Decision | None = None
-        self.obs = world.observe(0)
+        self.obs = robot.observe(0)
         self._keep(self.obs)
         self.ex.start(self.obs.pose)
         try:
@@ -99,7 +99,7 @@ class ActiveEpisode:
         return self.ex.log
 
     def abort(self, message: str) -> Outcome:
-        """End the episode as aborted (the world failed: odometry lost, a frame that never came)."""
+        """End the episode as aborted (the robot failed: odometry lost, a frame that never came)."""
         return self._end(Outcome.ABORTED, message)
 
     def _end(self, outcome: Outcome, message: str = "") -> Outcome:
@@ -134,8 +134,8 @@ class ActiveEpisode:
             self.last = decision
             if decision.handoff and self.log.handoff_step is None:
                 self.ex.mark_handoff()
-                if isinstance(self.world, ClipStream):
-                    self.world.start_clip(self.obs.stamp)
+                if isinstance(self.robot, ClipStream):
+                    self.robot.start_clip(self.obs.stamp)
                 self.path = None
                 if self.moving:
                     self.mover.cancel()
@@ -173,7 +173,7 @@ class ActiveEpisode:
         """Clip frames: the observation after each step (lockstep), or the frames a :class:`ClipStream`
         sampled at the protocol's times; a frame's stamp always, its image and camera pose only if the
         clip will use it."""
-        for obs in self.world.clip_frames() if isinstance(self.world, ClipStream) else [self.obs]:
+        for obs in self.robot.clip_frames() if isinstance(self.robot, ClipStream) else [self.obs]:
             i = len(self.times)
             if self.clip_frames is not None and i >= self.clip_frames:
                 return
@@ -192,7 +192,7 @@ class ActiveEpisode:
                 self.planner.plan_from(self.obs.pose[:2])  # policy already planned from this cell)
                 self.mover.send(decision.goal)
                 self.moving = True
-            obs = self.world.wait_moved(self.obs, self.ex, lambda: self.mover.finished() is not None)
+            obs = self.robot.wait_moved(self.obs, self.ex, lambda: self.mover.finished() is not None)
             if obs is not None:  # one 0.25 s step of external motion
                 self.obs = obs
                 self._keep(obs)
@@ -209,7 +209,7 @@ class ActiveEpisode:
             if self._stuck >= 2:
                 self.path, self._stuck = None, 0
                 self.policy.on_goal_result(False)
-        self.obs = self.world.observe(len(self.log.actions))
+        self.obs = self.robot.observe(len(self.log.actions))
         self._keep(self.obs)
 
     def _keep(self, obs: Observation) -> None:
@@ -247,14 +247,14 @@ class ActiveEpisode:
         return ActiveResult(self.log, clip, self.outcome or Outcome.ABORTED, self.message, self.stages, self.stream)
 
 
-def run_active(world, info: EpisodeInfo, policy: Policy, n_clip: int, max_actions: int = 480,
+def run_active(robot, info: EpisodeInfo, policy: Policy, n_clip: int, max_actions: int = 480,
                max_planner_calls: int = 80, cancelled: Callable[[], bool] = lambda: False,
                mover: GoalMover | None = None, times: StageTimes = NULL,
                stream_until: float | None = None) -> ActiveResult:
-    """Run ``policy`` from the world's current state until the clip of ``n_clip`` frames is collected
+    """Run ``policy`` from the robot's current state until the clip of ``n_clip`` frames is collected
     after a stable handoff, the acquisition budget is spent, the policy fails, or ``cancelled()``;
     with ``stream_until`` (s) every observation before it is kept as the A-Obs stream."""
-    ep = ActiveEpisode(world, info, policy, max_actions, max_planner_calls, mover, times, stream_until)
+    ep = ActiveEpisode(robot, info, policy, max_actions, max_planner_calls, mover, times, stream_until)
     if ep.outcome is None:
         ep.run("clip", n_clip, cancelled)
     return ep.result()

@@ -1,7 +1,7 @@
 """One primitive action executed in continuous time by a velocity-controlled base (``/cmd_vel``).
 
 ROS-free core of the nav node's ``cmd_vel`` execution mode (the adapter is
-:class:`~affectsim_nav.ros_world.CmdVelWorld`). A primitive of docs/protocol.md §6 (FORWARD
+:class:`~affectsim_nav.ros_robot.CmdVelRobot`). A primitive of docs/protocol.md §6 (FORWARD
 0.25 m, TURN_LEFT / TURN_RIGHT 15 deg, STOP for 0.25 s) becomes a stream of (linear m/s, angular
 rad/s) commands computed from the robot's own odometry (``odom`` frame poses, their stamps in s and,
 where the odometry has it, the measured twist in ``base_link``).

@@ -24,8 +24,8 @@ class BudgetExhausted(Exception):
     """The acquisition budget (primitive actions or planner calls) is spent."""
 
 
-class World(Protocol):
-    """Where actions are applied: the in-process simulator or the bridge over ROS."""
+class Robot(Protocol):
+    """What the executor drives: the in-process simulator or the robot over ROS."""
 
     def apply(self, action: Action) -> MoveResult: ...
 
@@ -56,10 +56,10 @@ class ExecutionLog:
 
 
 class ActionExecutor:
-    """Applies primitive actions to a :class:`World` under the acquisition budget."""
+    """Applies primitive actions to a :class:`Robot` under the acquisition budget."""
 
-    def __init__(self, world: World, max_actions: int = MAX_ACTIONS, max_planner_calls: int = MAX_PLANNER_CALLS) -> None:
-        self.world = world
+    def __init__(self, robot: Robot, max_actions: int = MAX_ACTIONS, max_planner_calls: int = MAX_PLANNER_CALLS) -> None:
+        self.robot = robot
         self.max_actions = max_actions
         self.max_planner_calls = max_planner_calls
         self.enforce_budget = True
@@ -75,7 +75,7 @@ class ActionExecutor:
         if self.enforce_budget and self._budget_actions >= self.max_actions:
             self.log.budget_exhausted = True
             raise BudgetExhausted(f"{self.max_actions} primitive actions used")
-        res = self.world.apply(action)
+        res = self.robot.apply(action)
         if self.enforce_budget:
             self._budget_actions += 1
         self.log.actions.append(int(action))

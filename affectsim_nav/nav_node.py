@@ -52,7 +52,7 @@ from affectsim_nav.active import MAX_CLIP_FRAMES, ActiveEpisode, sighting_feedba
 from affectsim_nav.nav2_mover import Nav2Mover
 from affectsim_nav.policy import POLICIES, Policy, create_policy
 from affectsim_nav.base_control import EXECUTIONS, BaseLimits
-from affectsim_nav.ros_world import CMD_VEL_TOPICS, ODOM_TIMEOUT_S, TOPICS, CmdVelWorld, RosWorld
+from affectsim_nav.ros_robot import CMD_VEL_TOPICS, ODOM_TIMEOUT_S, TOPICS, CmdVelRobot, LockstepRobot
 
 MAX_GOAL_COUNT = 100_000  # upper bound of a goal's max_actions / max_planner_calls
 MAX_STREAM_S = 600.0  # s: the longest A-Obs stream a goal may ask for (2,400 frames at 4 Hz)
@@ -240,15 +240,15 @@ class NavNode(Node):
         timeout = float(self.p["timeout_s"])
         slop = float(self.p["sync_slop_s"])
         if self.execution != "lockstep":
-            world = CmdVelWorld(self.io, self._publish_cmd, self.limits, float(self.p["robot_radius"]), timeout,
+            robot = CmdVelRobot(self.io, self._publish_cmd, self.limits, float(self.p["robot_radius"]), timeout,
                                 float(self.p["odom_timeout"]), slop, interrupted=lambda: self._stopped(handle))
         else:
-            world = RosWorld(self.io, timeout, slop)
-        info = world.episode_info(goal.episode_id, goal.target_description)
+            robot = LockstepRobot(self.io, timeout, slop)
+        info = robot.episode_info(goal.episode_id, goal.target_description)
         until = float(getattr(goal, "stream_until", 0.0))  # AcquireObservation only
         if not 0.0 <= until <= MAX_STREAM_S:
             raise InvalidInput("stream_until", until, f"seconds in [0, {MAX_STREAM_S}] (0: no stream)", where="nav")
-        self.episode = ActiveEpisode(world, info, self._policy(goal.policy), goal.max_actions or MAX_ACTIONS,
+        self.episode = ActiveEpisode(robot, info, self._policy(goal.policy), goal.max_actions or MAX_ACTIONS,
                                      goal.max_planner_calls or MAX_PLANNER_CALLS, self.mover,
                                      stream_until=until or None)
         return self.episode

@@ -29,17 +29,16 @@ from affectsim_core.names import check_name
 from affectsim_core.protocol import EMOTIONS, ESPL_RADII, STEP_SECONDS, Outcome
 from affectsim_core.provenance import code_version
 from affectsim_core.record import ActiveSummary, EpisodeRecord
-from affectsim_core.ros import calls
-from affectsim_core.ros.action_client import ActionClient
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import diagnostics_from_msg, from_time, image_msg, image_to_array, to_time
 from affectsim_core.ros.env import ensure_loopback
+from affectsim_core.ros.observer_client import ObserverClient
 from affectsim_core.ros.sensors import rgb_array
-from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES
+from affectsim_core.ros.topics import OPTICAL_FRAME
 from affectsim_eval.run.config import trained_on
 from affectsim_eval.run.store import ResultsStore
 from affectsim_interfaces.action import AcquireObservation, Recognize
-from affectsim_nav.ros_world import frame_observation
+from affectsim_nav.ros_robot import frame_observation
 
 ROBOT = "robot"  # the scene and family of a record observed on a robot
 
@@ -56,13 +55,6 @@ def _still_clip(client: BridgeClient, n: int, timeout: float) -> np.ndarray:
         poses.append(obs.camera_pose)
         times.append(obs.stamp)
     return Clip("p_init", np.array(times), frames, np.array(poses)).sampled()
-
-
-def _goal(client, goal, what: str, timeout: float, feedback=None):
-    handle = calls.wait(client.send_goal_async(goal, feedback_callback=feedback), timeout, f"{what} goal")
-    if not handle.accepted:
-        raise RuntimeError(f"{what}: goal rejected")
-    return calls.action_result(handle, timeout, f"{what} result")
 
 
 def observe(label: str | None = None, out: Path | None = None, episode_id: str = "", clip_frames: int = 32,
@@ -84,11 +76,8 @@ def observe(label: str | None = None, out: Path | None = None, episode_id: str =
     client = BridgeClient("affectsim_observe", topics=("rgb", "depth", "rgb_info", "tf", "tf_static"),
                           services=False)
     try:
-        acquire = ActionClient(client.node, AcquireObservation, SERVICES["acquire_observation"])
-        recognize = ActionClient(client.node, Recognize, SERVICES["recognize"])
-        for c, name in ((acquire, "nav"), (recognize, "perception")):
-            if not c.wait_for_server(timeout_sec=30.0):
-                raise TimeoutError(f"no {name} node on ROS_DOMAIN_ID (is `affectsim launch robot` running?)")
+        observer = ObserverClient(client.node, timeout)  # the nav and perception actions
+        observer.wait_for_servers(30.0, "is `affectsim launch robot` running on this ROS_DOMAIN_ID?")
         log(f"[observe] {episode_id}: P-Init, {clip_frames} frames ({clip_frames * STEP_SECONDS:.0f} s) from here")
         clips = {"p_init": _still_clip(client, clip_frames, timeout)}
         start = frame_observation(client, client.wait_for("rgb", timeout=timeout), 0, timeout).pose
@@ -99,18 +88,16 @@ def observe(label: str | None = None, out: Path | None = None, episode_id: str =
             if msg.feedback.person_detected and math.isfinite(msg.feedback.person.x):
                 seen[:] = [(msg.feedback.person.x, msg.feedback.person.y)]
 
-        res = _goal(acquire, AcquireObservation.Goal(episode_id=episode_id, policy=policy, clip_frames=clip_frames,
-                                                     target_description=target_description, max_actions=max_actions),
-                    "acquire_observation",
-                    timeout, on_feedback)
-        if res.outcome in (Outcome.ABORTED, Outcome.CANCELLED, Outcome.POLICY_ERROR) and not res.trajectory:
-            raise RuntimeError(f"acquire_observation {res.outcome}: {res.message}")  # nothing observed: not stored
+        res = observer.acquire(AcquireObservation.Goal(episode_id=episode_id, policy=policy, clip_frames=clip_frames,
+                                                       target_description=target_description,
+                                                       max_actions=max_actions),
+                               on_feedback)  # GraphError when nothing was observed: nothing is stored
         fallback = not res.clip_frames
         clips["a_obs"] = clips["p_init"] if fallback else np.stack([image_to_array(m) for m in res.clip_frames])
         preds = {}
         for setting, frames in clips.items():
             goal = Recognize.Goal(frames=[image_msg(f, "rgb8", OPTICAL_FRAME, to_time(0.0)) for f in frames])
-            preds[setting] = {p.recognizer: p for p in _goal(recognize, goal, "recognize", timeout).predictions}
+            preds[setting] = {p.recognizer: p for p in observer.recognize(goal).predictions}
     finally:
         client.close()
         rclpy.shutdown()

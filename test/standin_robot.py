@@ -7,7 +7,7 @@ ROS message packages, numpy and the standard library. It has its own kinematics,
 ray cast and its own camera model; the only thing it shares with the project is a pre-rendered person
 sprite, ``test/data/standin_person.npz`` (made once by ``test/make_standin_sprite.py``).
 
-World: a 7 m x 5 m room (interior x 0.5..7.5, y 0.5..5.5 in ``map``), four walls of different
+The room: 7 m x 5 m (interior x 0.5..7.5, y 0.5..5.5 in ``map``), four walls of different
 colours, 2.5 m ceiling, one table (0.75 m high) in the corner at x 5.8..6.9, y 4.3..5.0. A person
 (a cylinder of radius 0.25 m for the laser and collisions, a billboard sprite for the camera) stands
 at ``--person`` (default 3.5 m in front of the start), facing the robot's start.
@@ -93,7 +93,7 @@ SCAN_BEAMS = 361
 SCAN_HALF = math.radians(110.0)
 SCAN_MIN, SCAN_MAX = 0.05, 25.0
 
-# ----------------------------------------------------------------------------------------------- world
+# --------------------------------------------------------------------------------------------- the room
 CEILING = 2.5
 ROOM = (0.5, 0.5, 7.5, 5.5)  # interior xmin, ymin, xmax, ymax
 WALL_T = 0.15
@@ -163,8 +163,8 @@ def floats(text: str, n: int, name: str) -> tuple[float, ...]:
     return v
 
 
-# ----------------------------------------------------------------------------------------------- world model
-class World:
+# ----------------------------------------------------------------------------------------------- room model
+class StandinRoom:
     """Axis-aligned boxes (walls and furniture) and one person; 2-D and 3-D ray casts, collisions, the map."""
 
     def __init__(self, person_xy, person_yaw: float, sway: float) -> None:
@@ -265,8 +265,8 @@ class World:
 class Camera:
     """A 2.5-D ray caster per image column (level camera) plus the person as a billboard sprite."""
 
-    def __init__(self, world: World, sprite_path: Path) -> None:
-        self.world = world
+    def __init__(self, room: StandinRoom, sprite_path: Path) -> None:
+        self.room = room
         v = np.arange(HEIGHT, dtype=np.float64)
         self.rows = v[:, None]
         with np.errstate(divide="ignore"):
@@ -309,7 +309,7 @@ class Camera:
         right = np.array([math.sin(yaw), -math.cos(yaw)])
         d = fwd[None, :] + self.xn[:, None] * right[None, :]  # t along d is the depth z
         o = np.broadcast_to(cam_xy, (WIDTH, 2))
-        w = self.world
+        w = self.room
         tw, axw = w.cast_boxes(o, d, w.full)
         iw = np.argmin(tw, axis=1)
         cols = np.arange(WIDTH)
@@ -356,7 +356,7 @@ class Camera:
         return rgb, depth, zp
 
     def _paste_person(self, rgb, depth, bg_depth, cam, yaw, t):
-        p = self.world.person_at(t)
+        p = self.room.person_at(t)
         rel = p - cam
         z = rel[0] * math.cos(yaw) + rel[1] * math.sin(yaw)
         xr = rel[0] * math.sin(yaw) - rel[1] * math.cos(yaw)
@@ -457,15 +457,15 @@ class StandIn:
         else:
             px, py = args.person
         person_yaw = math.atan2(sy - py, sx - px)  # facing the robot's start
-        self.world = World((px, py), person_yaw, args.person_sway)
-        self.camera = Camera(self.world, args.sprite)
+        self.room = StandinRoom((px, py), person_yaw, args.person_sway)
+        self.camera = Camera(self.room, args.sprite)
         self.delay = DelayLine()
         self.lock = threading.Lock()
         self.log_lock = threading.Lock()
         self.log = open(args.log, "a", buffering=1) if args.log else None
         # state
         self.pose = (sx, sy, syaw)  # ground truth in map
-        if self.world.collides(sx, sy, 0.0):
+        if self.room.collides(sx, sy, 0.0):
             self.node.get_logger().warning(f"the start {args.start} is in contact with the world")
         self.t = self.now()
         self.vel = (0.0, 0.0)  # the base's realised command (after latency and acceleration limit)
@@ -570,7 +570,7 @@ class StandIn:
         return node
 
     def _map_msg(self) -> OccupancyGrid:
-        g = self.world.grid()
+        g = self.room.grid()
         m = OccupancyGrid()
         m.header.stamp = self.stamp(self.now())
         m.header.frame_id = "map"
@@ -624,7 +624,7 @@ class StandIn:
         else:
             nx, ny = x + v * dt * math.cos(th), y + v * dt * math.sin(th)
         nth = wrap(th + w * dt)
-        if (nx, ny) != (x, y) and self.world.collides(nx, ny, t_end):
+        if (nx, ny) != (x, y) and self.room.collides(nx, ny, t_end):
             nx, ny = x, y  # stop at contact; a round base still turns in place
             if self.args.accel_limit is not None:
                 self.vel = (0.0, w)
@@ -686,7 +686,7 @@ class StandIn:
         r_base = rot_from_rpy(0, 0, yaw)
         dirs = beams @ (r_base @ self.mount_rot).T
         origin = np.array([x, y, 0.0]) + r_base @ np.array(self.mount[:3])
-        ranges = self.world.laser(origin, dirs, t)
+        ranges = self.room.laser(origin, dirs, t)
         m = LaserScan()
         m.header.stamp, m.header.frame_id = self.stamp(t), "laser_link"
         m.angle_min, m.angle_max = float(ang[0]), float(ang[-1])

@@ -22,7 +22,7 @@ from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import SERVICES
 from affectsim_interfaces.action import AcquireObservation
 from affectsim_nav.base_control import BaseLimits
-from affectsim_nav.ros_world import CMD_VEL_TOPICS, CmdVelWorld, OdometryLost
+from affectsim_nav.ros_robot import CMD_VEL_TOPICS, CmdVelRobot, OdometryLost
 from affectsim_ros.graph import SIM_ODOM_TIMEOUT_S
 from affectsim_ros.launcher import GraphProcesses
 
@@ -49,29 +49,29 @@ def test_cmd_vel_executor_drives_the_free_running_bridge(tmp_path):
         try:
             client.wait_for_bridge(90)
             assert client.load(SCENE, 1.5, 2.5, 0.0).success
-            world = CmdVelWorld(client, _publisher(client), BaseLimits(), 0.3, timeout=30.0, odom_timeout=SIM_ODOM_TIMEOUT_S)
-            res = world.apply(Action.FORWARD)  # within 3 cm: a command acts until the next one (latency)
+            robot = CmdVelRobot(client, _publisher(client), BaseLimits(), 0.3, timeout=30.0, odom_timeout=SIM_ODOM_TIMEOUT_S)
+            res = robot.apply(Action.FORWARD)  # within 3 cm: a command acts until the next one (latency)
             assert res.ending == "done" and not res.clipped
             assert abs(res.distance_m - FORWARD_M) <= 0.03 and abs(res.pose.x - (1.5 + FORWARD_M)) < 0.03, res
             assert abs(res.pose.y - 2.5) < 0.01, res
             t = res.sim_time
-            res = world.apply(Action.TURN_LEFT)
+            res = robot.apply(Action.TURN_LEFT)
             assert res.ending == "done" and abs(res.pose.yaw - TURN_RAD) <= math.radians(3), res
             assert res.sim_time > t  # continuous time: the turn took sim time of its own
             t = res.sim_time
-            res = world.apply(Action.STOP)
+            res = robot.apply(Action.STOP)
             assert res.ending == "done" and STEP_SECONDS - 1e-6 <= res.sim_time - t <= STEP_SECONDS + 2 * CAMERA_PERIOD
-            obs = world.observe(3)
+            obs = robot.observe(3)
             assert obs.stamp == res.sim_time and obs.pose == pytest.approx((res.pose.x, res.pose.y, res.pose.yaw))
             # facing the west wall 0.35 m away (0.05 m from the front edge): inside the safety distance, no motion
             assert client.load(SCENE, 0.85, 2.5, math.pi).success
-            world = CmdVelWorld(client, _publisher(client), BaseLimits(), 0.3, timeout=30.0, odom_timeout=SIM_ODOM_TIMEOUT_S)
-            res = world.apply(Action.FORWARD)
+            robot = CmdVelRobot(client, _publisher(client), BaseLimits(), 0.3, timeout=30.0, odom_timeout=SIM_ODOM_TIMEOUT_S)
+            res = robot.apply(Action.FORWARD)
             assert res.ending == "blocked" and res.clipped and res.distance_m < 0.02, res
             g.stop()  # the robot goes away: the next action ends naming the missing odometry, within its timeout
-            world.timeout = 2.0
+            robot.timeout = 2.0
             with pytest.raises(OdometryLost, match="no odometry on /odom"):
-                world.apply(Action.FORWARD)
+                robot.apply(Action.FORWARD)
         finally:
             client.close()
             rclpy.shutdown()

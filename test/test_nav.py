@@ -25,7 +25,7 @@ from affectsim_eval.dataset.composer import describe
 from affectsim_eval.episode.orchestrator import evaluate_episode
 from affectsim_eval.episode.passive import body_track, p_init_views, p_mon_views, p_ref_clip, visible_fraction
 from affectsim_eval.episode.reference import MAX_STEP, BodyTrack, frame_yaw, plan_reference, smooth_frame
-from affectsim_eval.episode.worlds import InProcessWorld, SimulatorWorld
+from affectsim_eval.episode.worlds import InProcessEvalWorld, SimulatedRobot
 from affectsim_nav.active import ActiveEpisode, run_active
 from affectsim_nav.executor import ActionExecutor, BudgetExhausted
 from affectsim_nav.planner import GridPlanner
@@ -65,7 +65,7 @@ def info_for(backend, start: Pose2D, description=None) -> EpisodeInfo:
 # ------------------------------------------------------------------------------ executor
 def test_executor_counts_budgets_clipping_and_path(backend, scene):
     backend.load(scene, Pose2D(5.0, 3.8, 0.0))  # 1 m from the living/kitchen wall at x=6, beside its doorway
-    ex = ActionExecutor(SimulatorWorld(backend), max_actions=6, max_planner_calls=2)
+    ex = ActionExecutor(SimulatedRobot(backend), max_actions=6, max_planner_calls=2)
     ex.start((backend.pose.x, backend.pose.y, backend.pose.yaw))
     for a in [Action.FORWARD] * 4 + [Action.TURN_LEFT, Action.STOP]:
         ex.step(a)
@@ -184,7 +184,7 @@ def _reachable(root, limit=20000):
 def test_observation_cannot_carry_privileged_data(backend, scene, performer):
     m = generate("s", "standing", "angry", performer, 1, scenario="gestures")
     backend.load(scene, START, (person(m),))
-    obs = SimulatorWorld(backend).observe(0)
+    obs = SimulatedRobot(backend).observe(0)
     info = info_for(backend, START)
     for root in (obs, info):
         objs = _reachable(root)
@@ -229,23 +229,23 @@ def test_policy_registry_and_failures_end_the_episode_with_a_reason(backend, sce
     m = generate("s", "standing", "neutral", performer, 1, scenario="gestures")
     backend.load(scene, START, (person(m),))
     info = info_for(backend, START)
-    world = SimulatorWorld(backend)
+    robot = SimulatedRobot(backend)
     n = clip_steps(m.duration)
-    res = run_active(world, info, POLICIES.create("stay"), n)
+    res = run_active(robot, info, POLICIES.create("stay"), n)
     assert res.outcome == "handoff" and res.log.handoff_step == 0 and len(res.clip.frames) == 8  # only the sampled
     assert np.allclose(res.clip.times, (np.arange(n) * 0.25)[sample_indices(n)])  # ... at the protocol's instants
     assert res.log.path_length == 0.0
     for pol, outcome, text in ((_Raises(), "policy_error", "boom"), (_Invalid(), "policy_error", "expected a Decision"),
                                (_Spin(), "budget_exhausted", "20 primitive actions")):
         backend.load(scene, START, (person(m),))
-        res = run_active(world, info, pol, n, max_actions=20)
+        res = run_active(robot, info, pol, n, max_actions=20)
         assert res.outcome == outcome and text in res.message and res.clip is None
 
 
 def test_a_long_clip_keeps_only_its_sampled_frames(backend, scene, performer):
     m = generate("s", "standing", "neutral", performer, 1, scenario="gestures")
     backend.load(scene, START, (person(m),))
-    ep = ActiveEpisode(SimulatorWorld(backend), info_for(backend, START), POLICIES.create("stay"))
+    ep = ActiveEpisode(SimulatedRobot(backend), info_for(backend, START), POLICIES.create("stay"))
     sizes = []
     ep.run("clip", 200, on_step=lambda e: sizes.append(len(e.kept)))
     assert ep.outcome == "handoff" and len(ep.times) == 200 and max(sizes) <= 8  # not 200 frames of 640x480
@@ -261,7 +261,7 @@ def test_baseline_hands_off_and_follows_a_visible_person(backend, scene, perform
     n = clip_steps(m.duration)
     pol = create_policy("baseline", BlazePose)
     try:
-        res = run_active(SimulatorWorld(backend), info_for(backend, START), pol, n)
+        res = run_active(SimulatedRobot(backend), info_for(backend, START), pol, n)
     finally:
         pol.close()
     assert res.outcome == "handoff", res.message
@@ -277,7 +277,7 @@ def test_orchestrator_samples_every_setting_alike_and_falls_back(backend, scene,
         "challenge": None, "emotion": "fearful", "action": "standing", "seed": 1,
         "humans": [{"role": "target", "motion_id": "s", "x": 3.5, "y": 2.5, "yaw": 0.0, "phase": 0.4,
                     "description": describe(m)}]})
-    world = InProcessWorld(backend, _Spin(), {"majority": RECOGNIZERS.create("majority")})
+    world = InProcessEvalWorld(backend, _Spin(), {"majority": RECOGNIZERS.create("majority")})
     done = evaluate_episode(ep, world, scene, lambda mid: m, max_actions=10, max_planner_calls=80)
     r = done.record
     for name in ("p_init", "a_obs"):
@@ -288,7 +288,7 @@ def test_orchestrator_samples_every_setting_alike_and_falls_back(backend, scene,
     assert r.visible["p_ref"] > r.visible["p_init"] - 1e-9 and 0 <= r.visible["p_mon"] <= 1
     assert len(r.a_obs.trajectory) == 11 and r.a_obs.diagnostics.actions == 10
     assert set(r.predictions["majority"]) == {"p_init", "p_ref", "p_mon", "a_obs"}
-    stay = evaluate_episode(ep, InProcessWorld(backend, POLICIES.create("stay"), world.recognizers), scene,
+    stay = evaluate_episode(ep, InProcessEvalWorld(backend, POLICIES.create("stay"), world.recognizers), scene,
                             lambda mid: m, max_actions=10, max_planner_calls=80)
     assert not stay.record.a_obs.fallback and stay.record.a_obs.diagnostics.handoff_step == 0
     n = clip_steps(m.duration)

@@ -28,7 +28,7 @@ from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_interfaces.action import AcquireObservation
 from affectsim_nav.planner import GridPlanner
-from affectsim_nav.ros_world import map_info
+from affectsim_nav.ros_robot import map_info
 from affectsim_ros.launcher import GraphProcesses
 
 NavigateToPose = pytest.importorskip("nav2_msgs.action").NavigateToPose

@@ -20,7 +20,7 @@ from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import SERVICES
 from affectsim_eval.dataset.composer import describe
-from affectsim_eval.episode.worlds import SimulatorWorld
+from affectsim_eval.episode.worlds import SimulatedRobot
 from affectsim_interfaces.action import AcquireObservation, FollowPerson, Handoff, SearchPerson
 from affectsim_nav.active import run_active
 from affectsim_nav.policy import create_policy
@@ -111,7 +111,7 @@ def test_ros_and_offline_runs_give_identical_trajectories(graph, library):
             grid, origin = backend.navigable.occupancy_grid(0.05)
             info = EpisodeInfo.make(f"e{k}", grid, origin, 0.05, (pose.x, pose.y, pose.yaw), backend.navigable.radius,
                                     desc or None)
-            off = run_active(SimulatorWorld(backend), info, policy, 10, max_actions=budget)
+            off = run_active(SimulatedRobot(backend), info, policy, 10, max_actions=budget)
             ros_traj = [(p.x, p.y, p.theta) for p in res.trajectory]
             assert ros_traj == [(x, y, th) for _, x, y, th in off.log.trajectory], f"case {k}: {res.outcome} {res.message}"
             assert res.outcome == off.outcome and res.planner_calls == off.log.planner_calls

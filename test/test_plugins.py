@@ -41,7 +41,7 @@ from affectsim_core.person_tracking import DETECTORS, PersonDetection
 from affectsim_core import plugins
 from affectsim_core.protocol import EMOTIONS, FORWARD_M, TURN_RAD, Outcome
 from affectsim_eval.scoring.metrics import METRICS
-from affectsim_eval.episode.worlds import SimulatorWorld
+from affectsim_eval.episode.worlds import SimulatedRobot
 from affectsim_nav.active import run_active
 from affectsim_nav.policy import POLICIES, create_policy
 from affectsim_perception.person_model import clear_pose_cache
@@ -141,7 +141,7 @@ def _policy(name, world):
         policy = create_policy(name, lambda: DETECTORS.create("blazepose"))
         try:
             b.load(world["scene"], START, world["people"])
-            res = run_active(SimulatorWorld(b), info, policy, n_clip=4, max_actions=20, max_planner_calls=5)
+            res = run_active(SimulatedRobot(b), info, policy, n_clip=4, max_actions=20, max_planner_calls=5)
         finally:
             policy.close()
         assert res.outcome in tuple(Outcome) and res.outcome != Outcome.POLICY_ERROR, res.message

@@ -19,7 +19,7 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import Pose2D
 from affectsim_eval.dataset.composer import describe
 from affectsim_eval.episode.orchestrator import evaluate_episode
-from affectsim_eval.episode.worlds import InProcessWorld
+from affectsim_eval.episode.worlds import InProcessEvalWorld
 from affectsim_nav.policy import create_policy
 from affectsim_perception.person_model import BlazePose
 from affectsim_perception.recognizers import RECOGNIZERS
@@ -169,7 +169,7 @@ def test_an_episode_with_reactive_people_records_social_measures_and_repeats_exa
         "humans": [{"role": "target", "motion_id": "s", "x": 4.0, "y": 2.8, "yaw": math.pi, "phase": 0.0,
                     "description": describe(m)}]})
     policy = create_policy("baseline", BlazePose)
-    world = InProcessWorld(backend, policy, {"majority": RECOGNIZERS.create("majority")})
+    world = InProcessEvalWorld(backend, policy, {"majority": RECOGNIZERS.create("majority")})
     try:
         runs = {h: evaluate_episode(ep, world, scene, lambda mid: m, max_actions=40, max_planner_calls=80, humans=h)
                 for h in ("scripted", "reactive")}

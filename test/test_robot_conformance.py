@@ -185,7 +185,7 @@ def test_the_base_is_told_to_stop_on_cancel_and_on_sigint(tmp_path):
 
 
 def test_odometry_loss_stops_the_base_and_aborts_with_the_trajectory_kept(tmp_path):
-    from affectsim_nav.ros_world import ODOM_TIMEOUT_S
+    from affectsim_nav.ros_robot import ODOM_TIMEOUT_S
 
     with robot(tmp_path, ["--start", "5,2.5,0", "--person", "1.5,2.5", "--odom-stop-after", "1.0"],
                odom_timeout=None) as (_g, _node, acquire, log):  # the nav node's default watchdog

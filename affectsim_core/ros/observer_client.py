@@ -1,12 +1,13 @@
 """The client of the observer's two actions: the nav node's ``AcquireObservation`` and the perception
 node's ``Recognize`` (one object with blocking calls, as nav2_simple_commander's navigator is for Nav2).
 
-Used by the evaluator (:class:`~affectsim_eval.episode.ros_world.RosEvalWorld`), ``affectsim
+Used by the evaluator (:class:`~affectsim_eval.episode.ros_eval_world.RosEvalWorld`), ``affectsim
 observe`` on a robot and the soak bench, so that all three send goals, wait, retry lost result
 replies and report failures the same way. A goal is sent once (a lost acceptance fails the request,
 which the caller may retry); its result is asked for again when a reply is lost
-(:func:`~affectsim_core.ros.calls.action_result`). All calls block the caller's thread: the node must
-be spun by another one.
+(:func:`~affectsim_core.ros.calls.action_result`); a goal whose result is given up on (a timeout) is
+cancelled, best effort, so the robot does not go on searching for nobody. All calls block the
+caller's thread: the node must be spun by another one.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from affectsim_interfaces.action import AcquireObservation, Recognize
 ACTIONS = {"acquire_observation": ("nav", AcquireObservation), "recognize": ("perception", Recognize)}
 ACTIVE = (GoalStatus.STATUS_ACCEPTED, GoalStatus.STATUS_EXECUTING, GoalStatus.STATUS_CANCELING)
 FAILED = (Outcome.ABORTED, Outcome.CANCELLED, Outcome.POLICY_ERROR)  # acquisition outcomes without an observation
+ABANDON_CANCEL_S = 5.0  # s the cancel of a goal given up on is waited for (the original error follows)
 
 
 class GraphError(AffectSimError, RuntimeError):
@@ -74,17 +76,34 @@ class ObserverClient:
             raise GraphError(f"{node} {key}: goal rejected")
         return handle
 
-    def result(self, key: str, handle) -> Any:
-        """The result of an accepted goal (asked for again if a reply is lost)."""
-        return calls.action_result(handle, self.timeout, f"{ACTIONS[key][0]} {key} result")
+    def result(self, key: str, handle, timeout: float | None = None) -> Any:
+        """The result of an accepted goal (asked for again if a reply is lost), waited for ``timeout`` s
+        (default: the request timeout)."""
+        return calls.action_result(handle, self.timeout if timeout is None else timeout,
+                                   f"{ACTIONS[key][0]} {key} result")
 
-    def cancel(self, handle) -> None:
-        """Ask the server to cancel one goal (its result then says ``cancelled``)."""
-        calls.wait(handle.cancel_goal_async(), self.timeout, "cancel")
+    def cancel(self, handle, timeout: float | None = None, key: str = "") -> None:
+        """Ask the server to cancel one goal (its result then says ``cancelled``); ``key`` names the action
+        in a timeout."""
+        what = f"{ACTIONS[key][0]} {key} cancel" if key else "cancel"
+        calls.wait(handle.cancel_goal_async(), self.timeout if timeout is None else timeout, what)
 
-    def send(self, key: str, goal: Any, feedback: Callable | None = None) -> Any:
-        """:meth:`start` then :meth:`result`: the raw result, whatever its outcome."""
-        return self.result(key, self.start(key, goal, feedback))
+    def send(self, key: str, goal: Any, feedback: Callable | None = None, timeout: float | None = None) -> Any:
+        """:meth:`start` then :meth:`result` (waited for ``timeout`` s): the raw result, whatever its outcome.
+        A goal whose result is given up on (an exception while waiting: a timeout, an interrupt) is
+        cancelled first, best effort (waited for at most :data:`ABANDON_CANCEL_S`; its own failure is
+        not reported); not once the node's context is shut down (a stopping node, Ctrl-C under rclpy's
+        signal handler), which must leave at once and could not send it anyway."""
+        handle = self.start(key, goal, feedback)
+        try:
+            return self.result(key, handle, timeout)
+        except BaseException:
+            if self.node.context.ok():  # not on a shutdown: a stopping node leaves at once (node_main's grace)
+                try:
+                    self.cancel(handle, ABANDON_CANCEL_S, key)
+                except Exception:  # noqa: BLE001 - the error that made us give up is the one to report
+                    pass
+            raise
 
     def acquire(self, goal: AcquireObservation.Goal, feedback: Callable | None = None) -> AcquireObservation.Result:
         """An acquisition's result; GraphError when it ended without an observation (aborted, cancelled

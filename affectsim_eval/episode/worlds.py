@@ -2,8 +2,8 @@
 
 The episode orchestrator (:mod:`affectsim_eval.episode.orchestrator`) asks a world to instantiate the
 episode, render the passive settings' views, run the active observation and recognise clips.
-:class:`InProcessWorld` does all of it in this process on one simulator backend;
-:class:`~affectsim_eval.episode.ros_world.RosEvalWorld` does it through the ROS graph (bridge, nav and
+:class:`InProcessEvalWorld` does all of it in this process on one simulator backend;
+:class:`~affectsim_eval.episode.ros_eval_world.RosEvalWorld` does it through the ROS graph (bridge, nav and
 perception nodes). Both keep a privileged ``geometry`` backend for the reference observer, the
 visible-body fractions and d*(r), so the same episode gives the same record in either.
 """
@@ -107,8 +107,8 @@ def recognize_stream(recognizers: Mapping[str, Recognizer], frames: np.ndarray,
     return out
 
 
-class SimulatorWorld:
-    """The in-process simulator as the active loop's lockstep world (:class:`~affectsim_nav.executor.World`):
+class SimulatedRobot:
+    """The in-process simulator as the active loop's lockstep robot (:class:`~affectsim_nav.executor.Robot`):
     actions go to the backend, observations are copies of its head camera, pose and sim time."""
 
     def __init__(self, backend: SimulatorBackend, times: StageTimes = NULL) -> None:
@@ -126,7 +126,7 @@ class SimulatorWorld:
                                 (b.pose.x, b.pose.y, b.pose.yaw), b.sim_time, step)
 
 
-class InProcessWorld:
+class InProcessEvalWorld:
     """:class:`EvalWorld` on one backend (which is also the ``geometry``), a policy and recognizers."""
 
     def __init__(self, backend: SimulatorBackend, policy: Policy, recognizers: Mapping[str, Recognizer],
@@ -143,7 +143,7 @@ class InProcessWorld:
 
     def acquire(self, ep: Episode, clip_frames: int, max_actions: int, max_planner_calls: int,
                 stream_until: float | None = None) -> Acquisition:
-        active = run_active(SimulatorWorld(self.backend, self.times), episode_info(ep, self.backend.navigable),
+        active = run_active(SimulatedRobot(self.backend, self.times), episode_info(ep, self.backend.navigable),
                             self.policy, clip_frames, max_actions, max_planner_calls, times=self.times,
                             stream_until=stream_until)
         traj = [(x, y, yaw) for _t, x, y, yaw in active.log.trajectory]

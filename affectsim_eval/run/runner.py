@@ -2,7 +2,7 @@
 the one episode loop (:func:`affectsim_eval.run.loop.run_episodes`).
 
 Each worker holds a backend, a policy and the recognizers (:class:`EpisodeWorker`) and evaluates
-one episode at a time with the orchestrator on an :class:`~affectsim_eval.episode.worlds.InProcessWorld`.
+one episode at a time with the orchestrator on an :class:`~affectsim_eval.episode.worlds.InProcessEvalWorld`.
 Workers are seeded by nothing but the episode: a record does not depend on the worker, the order
 or the number of workers.
 """
@@ -27,7 +27,7 @@ from affectsim_eval.run.loop import EpisodeResult, RunSummary, evaluate_safely, 
 from affectsim_eval.episode.orchestrator import evaluate_episode
 from affectsim_eval.episode.passive_cache import OFF, open_cache
 from affectsim_eval.run.ray_shards import ray_map
-from affectsim_eval.episode.worlds import InProcessWorld
+from affectsim_eval.episode.worlds import InProcessEvalWorld
 from affectsim_nav.policy import create_policy
 from affectsim_perception.recognizers import RECOGNIZERS
 
@@ -48,7 +48,7 @@ class EpisodeWorker:
         self.times = StageTimes()
         self.policy = create_policy(self.cfg.policy, lambda: TimedDetector(DETECTORS.create(DETECTOR), self.times))
         self.recognizers = {n: RECOGNIZERS.create(n) for n in self.cfg.recognizers}
-        self.world = InProcessWorld(BACKENDS.create(self.cfg.backend), self.policy, self.recognizers, self.times)
+        self.world = InProcessEvalWorld(BACKENDS.create(self.cfg.backend), self.policy, self.recognizers, self.times)
         self.name = f"{socket.gethostname()}:{os.getpid()}"
         self.cache = open_cache(cache, Path(data), self.cfg.recognizers, self.cfg.backend, warn=lambda s: None)
 

@@ -54,10 +54,10 @@ from affectsim_core.atomic import write_json
 from affectsim_core.errors import AffectSimError
 from affectsim_core.protocol import CLIP_FRAMES, CLIP_SIZE, STEP_SECONDS
 from affectsim_core.ros import calls
-from affectsim_core.ros.action_client import ActionClient
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import from_time, image_msg, to_time
 from affectsim_core.ros.env import ensure_loopback
+from affectsim_core.ros.observer_client import GraphError, ObserverClient
 from affectsim_core.ros.topics import SERVICES
 from affectsim_eval.run.config import DATA_DIR, EvalData
 from affectsim_eval.dataset.episodes import load_split
@@ -73,6 +73,7 @@ SAMPLE_S = 10.0  # s between RSS samples
 STALL_S = 25.0  # s the bridge is paused once in the hostile phase (the DDS lease is 20 s)
 WORLDS = 10  # test episodes whose worlds the lockstep phase cycles through
 TIMEOUT_S = 120.0  # s, any one request
+RESULT_TIMEOUT_S = 600.0  # s, an action's result (an acquisition searches for minutes)
 LARGEST_VIEWS = RENDER_BUDGET_BYTES // (FETCH_HEAD_WIDTH * FETCH_HEAD_HEIGHT * 3)  # full head-camera frames in the largest RenderViews reply
 SLOPE_WINDOW_MIN = 30.0  # min, the end of the run whose RSS trend is checked
 MAX_MINUTES = 24 * 60.0  # the longest soak the option admits
@@ -89,8 +90,7 @@ class Soak:
         self.load_cli = node.create_client(LoadWorld, SERVICES["load_world"])
         self.step_cli = node.create_client(ApplyAction, SERVICES["apply_action"])
         self.render_cli = node.create_client(RenderViews, SERVICES["render_views"])
-        self.acquire = ActionClient(node, AcquireObservation, SERVICES["acquire_observation"])
-        self.recognize = ActionClient(node, Recognize, SERVICES["recognize"])
+        self.observer = ObserverClient(node, TIMEOUT_S)  # the nav and perception actions
         self.data = EvalData(data)
         self.episodes = load_split("test", data / "episodes")[:WORLDS]
         self.counts: Counter = Counter()  # "<case> ok" / "<case> FAILED"
@@ -100,9 +100,7 @@ class Soak:
 
     def wait_ready(self) -> None:
         self.client.wait_for_bridge(180)
-        for what, cli in (("nav", self.acquire), ("perception", self.recognize)):
-            if not cli.wait_for_server(timeout_sec=180):
-                raise TimeoutError(f"{what} action server not available within 180 s")
+        self.observer.wait_for_servers(180)
 
     def check(self, case: str, ok: bool, detail: str = "") -> None:
         self.counts[f"{case} {'ok' if ok else 'FAILED'}"] += 1
@@ -139,16 +137,23 @@ class Soak:
         res = calls.call(cli, req, TIMEOUT_S, case)
         self.check(case, not res.success and expect in res.message, res.message[:200])
 
-    def goal(self, case: str, cli: ActionClient, goal, ok: bool, expect: str = "", cancel_after: float = 0.0):
-        handle = calls.wait(cli.send_goal_async(goal), TIMEOUT_S, f"{case} goal")
-        if not handle.accepted:
-            self.check(case, False, "goal rejected")
+    def goal(self, case: str, goal, ok: bool, expect: str = "", cancel_after: float = 0.0):
+        """Send an ``AcquireObservation`` or ``Recognize`` goal (cancelled ``cancel_after`` s after its
+        acceptance when nonzero) and check its raw result: a valid goal must succeed, a bad one must be
+        refused naming ``expect``."""
+        key = "acquire_observation" if isinstance(goal, AcquireObservation.Goal) else "recognize"
+        try:
+            if not cancel_after:
+                res = self.observer.send(key, goal, timeout=RESULT_TIMEOUT_S)
+            else:
+                handle = self.observer.start(key, goal)
+                time.sleep(cancel_after)
+                self.observer.cancel(handle, key=key)
+                res = self.observer.result(key, handle, RESULT_TIMEOUT_S)
+        except GraphError as exc:  # rejected
+            self.check(case, False, str(exc))
             return None
-        if cancel_after:
-            time.sleep(cancel_after)
-            calls.wait(handle.cancel_goal_async(), TIMEOUT_S, f"{case} cancel")
-        res = calls.action_result(handle, 600.0, f"{case} result")
-        if isinstance(goal, AcquireObservation.Goal):
+        if key == "acquire_observation":
             good = res.outcome in ("handoff", "budget_exhausted") if ok else (expect in res.message)
             if cancel_after:
                 good = res.outcome == "cancelled"
@@ -214,7 +219,7 @@ class Soak:
         for goal, expect in ((AcquireObservation.Goal(episode_id="soak", clip_frames=1_000_000), "clip_frames"),
                              (AcquireObservation.Goal(episode_id="x" * 10_000, clip_frames=8), "episode_id"),
                              (AcquireObservation.Goal(episode_id="soak", policy="nope", clip_frames=8), "policy")):
-            self.goal("acquire_observation hostile", self.acquire, goal, ok=False, expect=expect)
+            self.goal("acquire_observation hostile", goal, ok=False, expect=expect)
         zeros = [image_msg(np.zeros((CLIP_SIZE, CLIP_SIZE, 3), np.uint8), "rgb8", "clip", to_time(0.0))
                  for _ in range(CLIP_FRAMES)]
         lying = [image_msg(np.zeros((CLIP_SIZE, CLIP_SIZE, 3), np.uint8), "rgb8", "clip", to_time(0.0))
@@ -224,16 +229,15 @@ class Soak:
                              (Recognize.Goal(frames=zeros[:7]), "7 frames"),
                              (Recognize.Goal(frames=lying), "frames[3]"),
                              (Recognize.Goal(frames=zeros, recognizers=["nope"]), "nope")):
-            self.goal("recognize hostile", self.recognize, goal, ok=False, expect=expect)
-        self.goal("recognize valid", self.recognize, Recognize.Goal(frames=zeros), ok=True)
+            self.goal("recognize hostile", goal, ok=False, expect=expect)
+        self.goal("recognize valid", Recognize.Goal(frames=zeros), ok=True)
 
         self.load_episode(k)
         if k % 4 == 1:  # cancelled mid-search
-            self.goal("acquire_observation cancelled", self.acquire,
-                      AcquireObservation.Goal(episode_id="soak", clip_frames=16), ok=True, cancel_after=1.0)
+            self.goal("acquire_observation cancelled", AcquireObservation.Goal(episode_id="soak", clip_frames=16),
+                      ok=True, cancel_after=1.0)
         elif k % 4 == 3:
-            self.goal("acquire_observation valid", self.acquire,
-                      AcquireObservation.Goal(episode_id="soak", clip_frames=16), ok=True)
+            self.goal("acquire_observation valid", AcquireObservation.Goal(episode_id="soak", clip_frames=16), ok=True)
         self.stamp = None  # the nav node moved the robot: the next action's stamp is not checked
 
     def stall(self) -> None:
@@ -256,8 +260,7 @@ class Soak:
             self.stamp = from_time(res.stamp)
 
     def close(self) -> None:
-        self.acquire.destroy()
-        self.recognize.destroy()
+        self.observer.destroy()
         self.client.close()
 
 

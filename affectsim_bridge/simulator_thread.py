@@ -1,6 +1,6 @@
 """One thread that owns the simulator backend (EGL renderers work only in their creating thread).
 
-Callers on any thread hand it work with :meth:`WorldThread.call`, which waits with a
+Callers on any thread hand it work with :meth:`SimulatorThread.call`, which waits with a
 timeout. In free-running mode the thread also advances sim time in fixed ticks,
 paced to ``real_time_factor`` x wall time; if rendering cannot keep up, sim time
 falls behind and the measured real-time factor drops (it is never faked).
@@ -15,8 +15,8 @@ import time
 from typing import Any, Callable
 
 
-class WorldThread:
-    def __init__(self, name: str = "affectsim-world") -> None:
+class SimulatorThread:
+    def __init__(self, name: str = "affectsim-simulator") -> None:
         self._queue: queue.Queue[tuple[Callable[[], Any], cf.Future] | None] = queue.Queue()
         self._tick: Callable[[], float] | None = None  # returns sim seconds advanced
         self._rtf = 1.0
@@ -25,15 +25,15 @@ class WorldThread:
         self._thread.start()
 
     def call(self, fn: Callable[[], Any], timeout: float = 30.0) -> Any:
-        """Run ``fn`` on the world thread and return its result (re-raising its exception)."""
+        """Run ``fn`` on the simulator thread and return its result (re-raising its exception)."""
         if self._stop.is_set():
-            raise RuntimeError("world thread is stopped")
+            raise RuntimeError("simulator thread is stopped")
         fut: cf.Future = cf.Future()
         self._queue.put((fn, fut))
         try:
             return fut.result(timeout=timeout)
         except cf.TimeoutError:
-            raise TimeoutError(f"world thread did not finish the request within {timeout:.1f} s") from None
+            raise TimeoutError(f"simulator thread did not finish the request within {timeout:.1f} s") from None
 
     def set_free_run(self, tick: Callable[[], float] | None, real_time_factor: float = 1.0) -> None:
         """Enable (``tick`` given) or disable free-running ticks; thread-safe via the queue."""
@@ -83,4 +83,4 @@ class WorldThread:
             except queue.Empty:
                 break
             if item is not None:
-                item[1].set_exception(RuntimeError("world thread stopped"))
+                item[1].set_exception(RuntimeError("simulator thread stopped"))

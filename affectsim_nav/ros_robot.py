@@ -1,4 +1,4 @@
-"""The robot over ROS as a :class:`~affectsim_nav.executor.World` for the nav node.
+"""The robot over ROS as a :class:`~affectsim_nav.executor.Robot` for the nav node.
 
 Observations come from the robot's own topics only, exactly as on the real Fetch:
 ``/head_camera/rgb/image_raw``, ``/head_camera/depth_registered/image_raw`` (+ camera_info),
@@ -6,9 +6,9 @@ Observations come from the robot's own topics only, exactly as on the real Fetch
 and the latched ``/map``; every wait has a timeout and raises ``TimeoutError`` naming what did
 not arrive. Two ways to act (the nav node's ``execution`` parameter):
 
-- :class:`RosWorld` (``lockstep``): each primitive action goes through the bridge's
+- :class:`LockstepRobot` (``lockstep``): each primitive action goes through the bridge's
   ``/affectsim/apply_action`` (simulation only);
-- :class:`CmdVelWorld` (``cmd_vel``, ``nav2``): each primitive action is driven in continuous time through
+- :class:`CmdVelRobot` (``cmd_vel``, ``nav2``): each primitive action is driven in continuous time through
   ``/cmd_vel`` from ``/odom`` and ``/base_scan`` (:mod:`affectsim_nav.base_control`); it calls no
   ``/affectsim/*`` service and reads no ``/affectsim/*`` topic, so it runs unchanged on a robot.
   After a handoff it samples the clip from the camera stream at the protocol's 4 Hz times.
@@ -49,8 +49,8 @@ def _stamp(m) -> float:
     return from_time(m.header.stamp)
 
 
-class RosWorld:
-    """Lockstep world over the bridge's service and topics (see module docstring)."""
+class LockstepRobot:
+    """Lockstep robot over the bridge's service and topics (see module docstring)."""
 
     def __init__(self, client: BridgeClient, timeout: float = 30.0, slop: float = SYNC_SLOP_S) -> None:
         self.client = client
@@ -136,9 +136,9 @@ def frame_observation(client: BridgeClient, rgb, step: int, timeout: float, slop
     return observation_from_msgs(rgb, depth, info, client.tf, step, timeout)
 
 
-class CmdVelWorld(RosWorld):
+class CmdVelRobot(LockstepRobot):
     """Primitive actions driven through ``/cmd_vel`` in continuous time (see module docstring); external
-    motion (Nav2) is followed as in :class:`RosWorld`, from the camera stream.
+    motion (Nav2) is followed as in :class:`LockstepRobot`, from the camera stream.
 
     ``limits``: the base's velocity, acceleration, tolerance, timeout and safety-stop settings;
     ``robot_radius`` (m): the base's front edge and the half-width of the corridor the laser must
