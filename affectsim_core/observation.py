@@ -77,10 +77,10 @@ class EpisodeInfo:
     ``occupancy`` (H, W) int8 of the static map: 0 free, 100 occupied, -1 unknown; cell (i, j)
     covers x in origin_x + j * resolution (+res), y in origin_y + i * resolution (+res), metres in
     ``map``. ``start`` the robot's start pose (x, y, yaw); ``target_description`` a clothing
-    description for dyadic episodes (e.g. "red top, navy trousers"), else None.
+    description for dyadic episodes (e.g. "red top, navy trousers"), else None. Nothing a robot
+    would not know: no episode id (the benchmark's ids stay in the evaluator's logs and records).
     """
 
-    episode_id: str
     occupancy: np.ndarray
     origin: tuple[float, float]
     resolution: float
@@ -89,11 +89,11 @@ class EpisodeInfo:
     target_description: str | None = None
 
     @staticmethod
-    def make(episode_id: str, occupancy, origin, resolution: float, start, robot_radius: float = 0.3,
+    def make(occupancy, origin, resolution: float, start, robot_radius: float = 0.3,
              target_description: str | None = None) -> "EpisodeInfo":
         if not 0.01 <= resolution <= 0.5:
             raise InvalidInput("resolution", resolution, "metres per cell in [0.01, 0.5]")
-        return EpisodeInfo(str(episode_id), _frozen(occupancy, np.int8, 2, "occupancy"),
+        return EpisodeInfo(_frozen(occupancy, np.int8, 2, "occupancy"),
                            (float(origin[0]), float(origin[1])), float(resolution),
                            tuple(float(v) for v in start), float(robot_radius),
                            None if target_description is None else str(target_description))

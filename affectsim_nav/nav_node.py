@@ -244,7 +244,7 @@ class NavNode(Node):
                                 float(self.p["odom_timeout"]), slop, interrupted=lambda: self._stopped(handle))
         else:
             robot = LockstepRobot(self.io, timeout, slop)
-        info = robot.episode_info(goal.episode_id, goal.target_description)
+        info = robot.episode_info(goal.target_description)
         until = float(getattr(goal, "stream_until", 0.0))  # AcquireObservation only
         if not 0.0 <= until <= MAX_STREAM_S:
             raise InvalidInput("stream_until", until, f"seconds in [0, {MAX_STREAM_S}] (0: no stream)", where="nav")

@@ -90,13 +90,13 @@ class LockstepRobot:
         ex.record_external(obs.pose, obs.stamp)
         return obs
 
-    def episode_info(self, episode_id: str, target_description: str = "", robot_radius: float = 0.3) -> EpisodeInfo:
+    def episode_info(self, target_description: str = "", robot_radius: float = 0.3) -> EpisodeInfo:
         """Non-privileged episode info: the latched /map and the current pose as the start."""
         grid = self.client.wait_for("map", timeout=self.timeout)
-        return map_info(grid, episode_id, self.observe(0).pose, robot_radius, target_description)
+        return map_info(grid, self.observe(0).pose, robot_radius, target_description)
 
 
-def map_info(grid, episode_id: str, start: tuple[float, float, float], robot_radius: float = 0.3,
+def map_info(grid, start: tuple[float, float, float], robot_radius: float = 0.3,
              target_description: str = "") -> EpisodeInfo:
     """:class:`EpisodeInfo` from a ``nav_msgs/OccupancyGrid`` (axis-aligned) and the start pose (map)."""
     g = grid.info
@@ -105,7 +105,7 @@ def map_info(grid, episode_id: str, start: tuple[float, float, float], robot_rad
         raise ValueError(f"/map origin yaw={yaw!r} is invalid; expected an axis-aligned map (yaw 0)")
     occ = np.array(grid.data, np.int8).reshape(g.height, g.width)
     resolution = round(float(g.resolution), 6)  # MapMetaData.resolution is float32: 0.05 arrives as 0.0500000007
-    return EpisodeInfo.make(episode_id, occ, (g.origin.position.x, g.origin.position.y), resolution, start,
+    return EpisodeInfo.make(occ, (g.origin.position.x, g.origin.position.y), resolution, start,
                             robot_radius, target_description or None)
 
 

@@ -59,7 +59,7 @@ def person(m: Motion, x=4.0, y=2.5, yaw=math.pi) -> HumanPlacement:
 
 def info_for(backend, start: Pose2D, description=None) -> EpisodeInfo:
     grid, origin = backend.navigable.occupancy_grid(0.05)
-    return EpisodeInfo.make("t", grid, origin, 0.05, (start.x, start.y, start.yaw), 0.3, description)
+    return EpisodeInfo.make(grid, origin, 0.05, (start.x, start.y, start.yaw), 0.3, description)
 
 
 # ------------------------------------------------------------------------------ executor

@@ -72,7 +72,7 @@ class FakeNav2(Node):
             self.goals.append((p.header.frame_id, *goal))
             self.changed.notify_all()
         x, y, yaw, t = self._pose()
-        planner = GridPlanner(map_info(self.io.wait_for("map", timeout=10.0), "nav2", (x, y, yaw)))
+        planner = GridPlanner(map_info(self.io.wait_for("map", timeout=10.0), (x, y, yaw)))
         field = planner.plan_from((x, y))
         cell = planner.nearest_traversable(goal)
         path = field.path_to(cell) if field is not None and cell is not None else []

@@ -109,7 +109,7 @@ def test_ros_and_offline_runs_give_identical_trajectories(graph, library):
                                   on_feedback=lambda f: feedback.append(f.feedback))
             backend.load(load_scene(SCENE), pose, tuple(placements))
             grid, origin = backend.navigable.occupancy_grid(0.05)
-            info = EpisodeInfo.make(f"e{k}", grid, origin, 0.05, (pose.x, pose.y, pose.yaw), backend.navigable.radius,
+            info = EpisodeInfo.make(grid, origin, 0.05, (pose.x, pose.y, pose.yaw), backend.navigable.radius,
                                     desc or None)
             off = run_active(SimulatedRobot(backend), info, policy, 10, max_actions=budget)
             ros_traj = [(p.x, p.y, p.theta) for p in res.trajectory]

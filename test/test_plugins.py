@@ -135,7 +135,7 @@ def _backend(name, world):
 def _policy(name, world):
     b = world["backend"]
     grid, origin = b.navigable.occupancy_grid(0.05)
-    info = EpisodeInfo.make("plugin", grid, origin, 0.05, (START.x, START.y, START.yaw), b.navigable.radius)
+    info = EpisodeInfo.make(grid, origin, 0.05, (START.x, START.y, START.yaw), b.navigable.radius)
     trajectories = []
     for _ in range(2):
         policy = create_policy(name, lambda: DETECTORS.create("blazepose"))

@@ -37,7 +37,7 @@ def episode_info(ep: Episode, nav, resolution: float = 0.05) -> EpisodeInfo:
     """What a policy may know of an episode: map, start pose and (dyadic) the target's clothing."""
     grid, origin = nav.occupancy_grid(resolution)
     start = ep.start
-    return EpisodeInfo.make(ep.episode_id, grid, origin, resolution, (start.x, start.y, start.yaw),
+    return EpisodeInfo.make(grid, origin, resolution, (start.x, start.y, start.yaw),
                             nav.radius, ep.target_description or None)
 
 
