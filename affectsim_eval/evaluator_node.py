@@ -11,12 +11,15 @@ import threading
 from pathlib import Path
 
 import rclpy
+from rcl_interfaces.srv import GetParameters, ListParameters
 from rclpy.node import Node
+from rclpy.parameter import parameter_value_to_python
 
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
 from affectsim_bridge.humans.reactive import HUMANS_MODES
 from affectsim_core.episode import Episode
 from affectsim_core.protocol import FAMILIES, MAX_ACTIONS, MAX_PLANNER_CALLS, PAPER_FAMILIES, SPLITS
+from affectsim_core.ros import calls
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.timing import StageTimes
 from affectsim_eval.run.config import DATA_DIR, MAX_BUDGET, EvalConfig, EvalData, run_meta, select_episodes
@@ -94,6 +97,16 @@ class EvaluatorNode(Node):
         self._job.join(timeout)
         return not self._job.is_alive()
 
+    def _bridge_parameters(self) -> dict[str, object]:
+        """Every parameter of the bridge node (camera, backend, motion library, noise, ...): the bridge
+        renders the passive views, so its settings are part of the passive cache's key."""
+        timeout = float(self.p["timeout_s"])
+        names = calls.call(self.create_client(ListParameters, "/bridge/list_parameters"),
+                           ListParameters.Request(), timeout, "/bridge/list_parameters").result.names
+        values = calls.call(self.create_client(GetParameters, "/bridge/get_parameters"),
+                            GetParameters.Request(names=list(names)), timeout, "/bridge/get_parameters").values
+        return {n: repr(parameter_value_to_python(v)) for n, v in sorted(zip(names, values))}
+
     def _run(self) -> None:
         log = self.get_logger()
         world = None
@@ -104,7 +117,9 @@ class EvaluatorNode(Node):
                                  record_dir=self.out / "recordings" if self.p["record"] else None)
             world.wait_for_graph()
             setting = OFF if self.p["record"] else str(self.p["passive_cache"])
-            cache = open_cache(setting, self.data, self.cfg.recognizers, self.cfg.backend, warn=log.warning)
+            renderer = self._bridge_parameters() if setting != OFF else {}
+            cache = open_cache(setting, self.data, self.cfg.recognizers, self.cfg.backend, warn=log.warning,
+                               renderer=renderer)
             if cache is not None:
                 log.info(f"[eval] passive settings cached in {cache.dir}")
 
@@ -140,6 +155,8 @@ class EvaluatorNode(Node):
 
             summary = run_episodes(self.out, self.meta, self.episodes, serial,
                                    "the ROS graph", bool(self.p["retry_failed"]), log=log.info)
+            if cache is not None:
+                log.info(f"[eval] passive cache: {cache.hits} episodes found, {cache.misses} computed")
             if self._stopping.is_set():
                 return
             reported = len(summary.failures) < summary.total  # a report needs one finished episode

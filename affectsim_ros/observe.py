@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import rclpy
+from rclpy.signals import SignalHandlerOptions
 
 from affectsim_core.clips import Clip
 from affectsim_core.errors import InvalidInput
@@ -72,9 +73,13 @@ def observe(label: str | None = None, out: Path | None = None, episode_id: str =
     episode_id = episode_id or time.strftime("robot_%Y%m%d_%H%M%S")
     check_name("--episode-id", episode_id)
     ensure_loopback(robot=True)
-    rclpy.init(args=["--ros-args", *(a for old, new in remaps for a in ("-r", f"{old}:={new}"))])
+    # no rclpy signal handler: Ctrl-C must reach the code below, which cancels the goals (the nav node then
+    # stops the base), instead of shutting the context down first
+    rclpy.init(args=["--ros-args", *(a for old, new in remaps for a in ("-r", f"{old}:={new}"))],
+               signal_handler_options=SignalHandlerOptions.NO)
     client = BridgeClient("affectsim_observe", topics=("rgb", "depth", "rgb_info", "tf", "tf_static"),
                           services=False)
+    observer = None
     try:
         observer = ObserverClient(client.node, timeout)  # the nav and perception actions
         observer.wait_for_servers(30.0, "is `affectsim launch robot` running on this ROS_DOMAIN_ID?")
@@ -98,6 +103,13 @@ def observe(label: str | None = None, out: Path | None = None, episode_id: str =
         for setting, frames in clips.items():
             goal = Recognize.Goal(frames=[image_msg(f, "rgb8", OPTICAL_FRAME, to_time(0.0)) for f in frames])
             preds[setting] = {p.recognizer: p for p in observer.recognize(goal).predictions}
+    except BaseException:  # Ctrl-C and failures alike: no goal of this observation may go on moving the robot
+        if observer is not None:
+            try:
+                observer.settle(5.0)
+            except Exception as exc:  # noqa: BLE001 - the original failure is the one raised
+                log(f"[observe] cancelling the goals failed: {exc}")
+        raise
     finally:
         client.close()
         rclpy.shutdown()

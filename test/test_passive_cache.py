@@ -4,6 +4,7 @@ records equal an uncached run's; damaged, oversized and half-written entries are
 from __future__ import annotations
 
 import multiprocessing
+import time
 import shutil
 
 import pytest
@@ -122,3 +123,68 @@ def test_the_key_follows_what_determines_a_passive_result(small_data, tmp_path, 
     assert open_cache("", data, RECS, "mujoco", warn=warned.append).dir == data / "cache" / "passive"
     with pytest.raises(KeyError):
         identity(("nope",), "mujoco", data)
+
+
+def test_through_the_graph_the_second_run_finds_every_episode_and_its_records_are_the_same(small_data, tmp_path):
+    """The evaluator node keys its cache with the bridge's parameters too; a second run over the same
+    episodes finds them all, and both equal an uncached in-process run."""
+    from affectsim_ros.launcher import GraphProcesses
+
+    data, _ = small_data
+    ids = IDS[:1]
+    run_eval(tmp_path / "offline", EvalConfig(ids=ids, recognizers=("majority", "uniform"), max_actions=40),
+             workers=1, data=data, log=lambda m: None, allow_dataset_mismatch=True)
+    for k in (1, 2):
+        with GraphProcesses("bench", args={"episodes": "0", "episode_ids": ",".join(ids), "recognizers": "majority,uniform",
+                                           "output_dir": str(tmp_path / f"ros{k}"), "allow_dataset_mismatch": "true",
+                                           "passive_cache": str(tmp_path / "cache")},
+                            extra_params={"bridge": {"motion_library": str(data / "motions")},
+                                          "evaluator": {"data_dir": str(data), "max_actions": 40}},
+                            log_dir=tmp_path / f"logs{k}") as g:
+            deadline = time.monotonic() + 600  # a safety net: the run ends by itself
+            while g.poll()["evaluator"] is None and time.monotonic() < deadline:
+                time.sleep(0.2)
+            code = g.poll()["evaluator"]
+        log = (tmp_path / f"logs{k}" / "evaluator.log").read_text()
+        assert code == 0, log
+        found = 0 if k == 1 else 1
+        assert f"passive cache: {found} episodes found, {1 - found} computed" in log, log
+        assert _records(tmp_path / f"ros{k}") == _records(tmp_path / "offline")
+
+
+def test_a_matching_checksum_over_bad_content_and_a_failed_write_are_warnings(small_data, tmp_path):
+    import hashlib
+
+    data, _ = small_data
+    cache = tmp_path / "cache"
+    _run(tmp_path / "a", data, "stay", cache)
+    entry = sorted(cache.glob("*.npz"))[0]
+    body = b"not an npz at all"
+    entry.write_bytes(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+    warned = []
+    c = open_cache(str(cache), data, RECS, "mujoco", warn=warned.append)
+    assert c.get(entry.stem) is None and "damaged" in warned[-1] and not entry.exists()
+    ro = PassiveCache(tmp_path / "file-not-dir", identity(RECS, "mujoco", data), warn=warned.append)
+    (tmp_path / "file-not-dir").write_text("a file where the cache directory should be")
+    good = open_cache(str(tmp_path / "src"), data, RECS, "mujoco")
+    _run(tmp_path / "b", data, "stay", tmp_path / "src")
+    result = good.get(sorted((tmp_path / "src").glob("*.npz"))[0].stem)
+    ro.put("k" * 64, result)  # cannot be stored: a warning, not an exception
+    assert "could not store" in warned[-1]
+
+
+def test_an_ensembles_members_and_an_edited_scene_change_the_key(small_data, tmp_path):
+    data, _ = small_data
+    ident = identity(("committee",), "mujoco", data)
+    assert set(ident["recognizers"]["committee"]["checkpoints"]) == {"committee", "pose-temporal", "rgb-clip"}
+    assert all(ident["recognizers"]["committee"]["checkpoints"].values())
+    c = PassiveCache(tmp_path, identity(RECS, "mujoco", data))
+    from affectsim_eval.dataset.episodes import load_split
+
+    ep = load_split("test", data / "episodes")[0]
+    scene = tmp_path / "scene.json"
+    scene.write_text("{}")
+    before = c.key(ep, "scripted", str(scene))
+    scene.write_text("{ }")
+    assert c.key(ep, "scripted", str(scene)) != before and c.key(ep, "reactive", str(scene)) != c.key(
+        ep, "scripted", str(scene))

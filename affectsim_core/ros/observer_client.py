@@ -126,7 +126,7 @@ class ObserverClient:
         still be moving the robot."""
         timeout = self.timeout if timeout is None else timeout
         for key, cli in self._cancel_all.items():  # a zero goal id and stamp cancel all goals
-            calls.call(cli, CancelGoal.Request(), self.timeout, f"{SERVICES[key]} cancel")
+            calls.call(cli, CancelGoal.Request(), timeout, f"{SERVICES[key]} cancel")
         t_end = time.monotonic() + timeout
         while active := [k for k, m in self._status.items() if any(s.status in ACTIVE for s in m.status_list)]:
             if time.monotonic() > t_end:

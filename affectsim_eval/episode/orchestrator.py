@@ -71,7 +71,7 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
     g = world.geometry
     streamed = is_evolving(target)
     st = stream_times(target) if streamed else None
-    key = cache.key(ep, humans) if cache is not None else ""
+    key = cache.key(ep, humans, scene.source) if cache is not None else ""
     with times("passive"):
         g.load(scene, ep.start, tuple(people), humans_mode=humans, reaction_seed=ep.seed)
         passive = cache.get(key) if cache is not None else None

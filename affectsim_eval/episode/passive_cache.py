@@ -32,6 +32,7 @@ import io
 import json
 import os
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -40,13 +41,16 @@ import numpy as np
 
 from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
+from affectsim_core.protocol import CLIP_FRAMES, PASSIVE_SETTINGS
 from affectsim_perception.recognizers.base import CHECKPOINT_DIR, RECOGNIZERS, Prediction
 
 FORMAT = 1  # of an entry; part of the key
-MAX_ENTRY_BYTES = 64 * 2**20  # an entry holds 8 frames of 224x224x3 and a few kB of JSON: ~0.3-1.3 MB
+MAX_ENTRY_BYTES = 64 * 2**20  # an entry holds 8 frames of 224x224x3 (compressed) and a few kB of JSON: ~0.11 MB
 ROOT = Path(__file__).resolve().parents[2]
-#: the code whose change changes a passive result: rendering, people, scenes, recognizers, the orchestration
-CODE_PACKAGES = ("affectsim_core", "affectsim_bridge", "affectsim_perception", "affectsim_eval/episode")
+#: the code whose change changes a passive result: rendering, people, scenes, recognizers, the orchestration, d*
+CODE_PACKAGES = ("affectsim_core", "affectsim_bridge", "affectsim_perception", "affectsim_eval/episode",
+                 "affectsim_eval/scoring/metrics.py")
+STALE_TMP_S = 3600.0  # a temporary file this old is a killed writer's: removed when a cache is opened
 DATA_MANIFESTS = ("motions/manifest.json", "scenes/manifest.json", "episodes/manifest.json")
 
 
@@ -76,7 +80,8 @@ def _sha_files(paths: Sequence[Path], base: Path) -> str:
 
 def code_hash(root: Path = ROOT) -> str:
     """SHA-256 over the source files of :data:`CODE_PACKAGES` (paths and contents)."""
-    return _sha_files([p for pkg in CODE_PACKAGES for p in (root / pkg).rglob("*.py")], root)
+    paths = [p for pkg in CODE_PACKAGES for p in ([root / pkg] if pkg.endswith(".py") else (root / pkg).rglob("*.py"))]
+    return _sha_files(paths, root)
 
 
 def _recognizer(name: str) -> dict[str, str] | str:
@@ -85,13 +90,19 @@ def _recognizer(name: str) -> dict[str, str] | str:
     if getattr(cls, "remote", False):
         return f"recognizer {name!r} answers from a server"
     source = Path(inspect.getsourcefile(cls) or "")
-    ck = CHECKPOINT_DIR / name
+    root = Path(getattr(cls, "checkpoint_root", None) or CHECKPOINT_DIR)
+    checkpoints = {}
+    for n in (name, *getattr(cls, "combines", ())):  # an ensemble's answers follow its members' weights too
+        ck = (root if n == name else CHECKPOINT_DIR) / n
+        checkpoints[n] = _sha_files([p for p in ck.rglob("*") if p.is_file()], ck) if ck.is_dir() else ""
     return {"source": hashlib.sha256(source.read_bytes()).hexdigest() if source.is_file() else "",
-            "checkpoint": _sha_files([p for p in ck.rglob("*") if p.is_file()], ck) if ck.is_dir() else ""}
+            "checkpoints": checkpoints}
 
 
-def identity(recognizers: Sequence[str], backend: str, data_dir: Path) -> dict | str:
-    """The part of every key that is the same for a whole run, or the reason the run cannot be cached."""
+def identity(recognizers: Sequence[str], backend: str, data_dir: Path, renderer: Mapping | None = None) -> dict | str:
+    """The part of every key that is the same for a whole run, or the reason the run cannot be cached;
+    ``renderer``: the settings of whatever renders the passive views outside this process (the bridge
+    node's parameters, through the ROS graph)."""
     recs = {}
     for n in recognizers:
         r = _recognizer(n)
@@ -100,8 +111,22 @@ def identity(recognizers: Sequence[str], backend: str, data_dir: Path) -> dict |
         recs[n] = r
     data = Path(data_dir)
     return {"format": FORMAT, "code": code_hash(), "backend": backend, "recognizers": recs,
+            "renderer": dict(renderer or {}), "libraries": _libraries(),
             "data": {m: hashlib.sha256((data / m).read_bytes()).hexdigest() if (data / m).is_file() else ""
                      for m in DATA_MANIFESTS}}
+
+
+def _libraries() -> dict[str, str]:
+    """Versions of the installed libraries that render and recognise, and the GL backend."""
+    from importlib import metadata
+
+    out = {"MUJOCO_GL": os.environ.get("MUJOCO_GL", "")}
+    for dist in ("mujoco", "mediapipe", "numpy", "torch"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = ""
+    return out
 
 
 def _pred(p: Prediction) -> dict:
@@ -123,8 +148,13 @@ class PassiveCache:
         self.warn = warn
         self.hits = self.misses = 0
 
-    def key(self, ep: Episode, humans: str) -> str:
-        body = json.dumps({"run": self.prefix, "episode": ep.to_dict(), "humans": humans}, sort_keys=True)
+    def key(self, ep: Episode, humans: str, scene_source: str = "") -> str:
+        """The entry's key; ``scene_source``: the scene's file (its content is hashed: an edited scene
+        file is another key, whatever the manifest says)."""
+        scene = Path(scene_source)
+        digest = hashlib.sha256(scene.read_bytes()).hexdigest() if scene_source and scene.is_file() else scene_source
+        body = json.dumps({"run": self.prefix, "episode": ep.to_dict(), "humans": humans, "scene": digest},
+                          sort_keys=True)
         return hashlib.sha256(body.encode()).hexdigest()
 
     def _path(self, key: str) -> Path:
@@ -147,8 +177,10 @@ class PassiveCache:
                 raise ValueError("its checksum does not match its content")
             with np.load(io.BytesIO(body), allow_pickle=False) as z:
                 meta, frames = json.loads(bytes(z["meta"]).decode()), np.array(z["p_init_frames"])
-            if frames.dtype != np.uint8 or frames.ndim != 4:
-                raise ValueError(f"p_init_frames {frames.dtype} {frames.shape}, expected uint8 (8, H, W, 3)")
+            if frames.dtype != np.uint8 or frames.shape[0] != CLIP_FRAMES or frames.ndim != 4 or frames.shape[3] != 3:
+                raise ValueError(f"p_init_frames {frames.dtype} {frames.shape}, expected uint8 ({CLIP_FRAMES}, H, W, 3)")
+            if set(meta["predictions"]) != set(PASSIVE_SETTINGS) or set(meta["visible"]) != set(PASSIVE_SETTINGS):
+                raise ValueError(f"settings {sorted(meta['predictions'])}, expected {sorted(PASSIVE_SETTINGS)}")
             result = PassiveResult(
                 None if meta["plan"] is None else (str(meta["plan"][0]), float(meta["plan"][1]), float(meta["plan"][2])),
                 {s: float(v) for s, v in meta["visible"].items()},
@@ -160,16 +192,27 @@ class PassiveCache:
         except FileNotFoundError:  # removed by another worker in between
             self.misses += 1
             return None
-        except (ValueError, KeyError, TypeError, IndexError, OSError) as exc:
-            self.warn(f"passive cache: {path} is damaged ({exc}); removed, computing it again")
-            path.unlink(missing_ok=True)
+        except Exception as exc:  # noqa: BLE001 - any damage (zip, JSON, shape, I/O): computed again
+            self.warn(f"passive cache: {path} is damaged ({type(exc).__name__}: {exc}); removed, computing it again")
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as gone:
+                self.warn(f"passive cache: could not remove {path}: {gone}")
             self.misses += 1
             return None
         self.hits += 1
         return result
 
     def put(self, key: str, result: PassiveResult) -> None:
-        """Store ``result`` atomically (a concurrent writer of the same key writes the same content)."""
+        """Store ``result`` atomically (a concurrent writer of the same key writes the same content); a
+        failure to store (a full or read-only disk, a value JSON cannot hold) is a warning, never the
+        episode's failure."""
+        try:
+            self._put(key, result)
+        except Exception as exc:  # noqa: BLE001 - the episode's record is complete without the entry
+            self.warn(f"passive cache: could not store {self._path(key)} ({type(exc).__name__}: {exc})")
+
+    def _put(self, key: str, result: PassiveResult) -> None:
         meta = {"plan": None if result.plan is None else list(result.plan), "visible": result.visible,
                 "d_star": result.d_star,
                 "predictions": {s: {n: _pred(p) for n, p in v.items()} for s, v in result.predictions.items()},
@@ -197,14 +240,21 @@ DEFAULT_SUBDIR = Path("cache") / "passive"  # under the data directory: shared b
 
 
 def open_cache(setting: str, data_dir: Path, recognizers: Sequence[str], backend: str,
-               warn: Callable[[str], None] = print) -> PassiveCache | None:
+               warn: Callable[[str], None] = print, renderer: Mapping | None = None) -> PassiveCache | None:
     """The run's cache from its setting: ``""`` the data directory's ``cache/passive``, ``"off"`` none,
     else that directory; None too (with a warning saying why) when the run's recognizers have no fixed
     content."""
     if setting == OFF:
         return None
-    found = identity(recognizers, backend, data_dir)
+    found = identity(recognizers, backend, data_dir, renderer)
     if isinstance(found, str):
         warn(f"passive cache off: {found}, so its answers are not fixed content")
         return None
-    return PassiveCache(Path(setting) if setting else Path(data_dir) / DEFAULT_SUBDIR, found, warn)
+    cache = PassiveCache((Path(setting) if setting else Path(data_dir) / DEFAULT_SUBDIR).resolve(), found, warn)
+    for tmp in cache.dir.glob(".*.tmp") if cache.dir.is_dir() else ():  # killed writers' leftovers
+        try:
+            if time.time() - tmp.stat().st_mtime > STALE_TMP_S:
+                tmp.unlink()
+        except OSError:
+            pass  # another worker removed it, or it is not ours to remove
+    return cache

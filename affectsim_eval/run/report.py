@@ -86,7 +86,8 @@ def validity(s: dict) -> list[str]:
         if o is None:
             out.append("- **OGR** is undefined here (P-Ref does not exceed P-Init).")
         else:
-            inside = [g for g, v in paper.TABLE3.items() if oi.contains(paper.value(v["ogr"]) / 100)]
+            inside = [g for g, v in paper.TABLE3.items()
+                      if oi.low is not None and oi.contains(paper.value(v["ogr"]) / 100)]
             out.append(f"- **OGR** of the group means: {oi.text(100, signed=False)} % "
                        f"(undefined in {100 * oi.undefined:.1f} % of resamples); the paper's "
                        + " and ".join(f"{v['ogr']} % ({g})" for g, v in paper.TABLE3.items())

@@ -50,7 +50,7 @@ class EpisodeWorker:
         self.recognizers = {n: RECOGNIZERS.create(n) for n in self.cfg.recognizers}
         self.world = InProcessEvalWorld(BACKENDS.create(self.cfg.backend), self.policy, self.recognizers, self.times)
         self.name = f"{socket.gethostname()}:{os.getpid()}"
-        self.cache = open_cache(cache, Path(data), self.cfg.recognizers, self.cfg.backend, warn=lambda s: None)
+        self.cache = open_cache(cache, Path(data), self.cfg.recognizers, self.cfg.backend)
 
     def evaluate(self, ep: Episode):
         return evaluate_episode(ep, self.world, self.data.scene(ep.scene_id), self.data.load_motion,
@@ -103,8 +103,6 @@ def run_eval(out: Path, cfg: EvalConfig, workers: int = 2, ray_address: str | No
     ``passive_cache``: where the passive settings are looked up and kept
     (:func:`~affectsim_eval.episode.passive_cache.open_cache`: "" the data directory's, "off" none)."""
     cfg.validate()
-    if passive_cache != OFF:  # said once here; the workers open the same cache quietly
-        open_cache(passive_cache, data, cfg.recognizers, cfg.backend, warn=log)
     if workers < 1:
         raise InvalidInput("workers", workers, "at least 1")
     eps = select_episodes(cfg, data)

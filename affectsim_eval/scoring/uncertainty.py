@@ -10,7 +10,7 @@ does not exceed P-Init; Recovery without a P-Init error) counts in the interval'
 share, never as a value.
 
 Groups: ``group`` is the paper's, the mean of the trained recognizers; ``distinct`` leaves out
-every recognizer that combines others of the run (``Recognizer.members``, e.g. the committee of
+every recognizer that combines others of the run (``Recognizer.combines``, e.g. the committee of
 pose-temporal and rgb-clip), so that each model counts once. The references (majority, uniform)
 get intervals like any recognizer: the noise floor of every gain.
 
@@ -175,30 +175,36 @@ def intervals(records: Sequence[EpisodeRecord], models: Sequence[str], members: 
     return out
 
 
+def _spread(iv: Interval) -> bool:
+    """Whether the resamples vary at all: with one episode per family every resample is the run itself,
+    and a zero-width interval is no evidence."""
+    return iv.se is not None and iv.se > 0
+
+
 def detectable(iv: Interval) -> float | None:
     """The smallest difference (fraction) this run finds with 80 % power at 5 % two-sided: 2.8
     bootstrap standard errors."""
-    return None if iv.se is None else DETECT_Z * iv.se
+    return DETECT_Z * iv.se if _spread(iv) else None
 
 
 def episodes_needed(iv: Interval) -> int | None:
     """Episodes a run of the same mix needs for the observed difference to be found with 80 % power
     (the standard error shrinks as 1 / sqrt(episodes)); None without a difference to find."""
-    if iv.se is None or not iv.estimate:
+    if not _spread(iv) or not iv.estimate:
         return None
     return int(math.ceil(iv.units * (DETECT_Z * iv.se / abs(iv.estimate)) ** 2))
 
 
 def greater(iv: Interval) -> str:
     """Verdict on "the difference is positive": from the interval, never from the estimate alone."""
-    if iv.low is None:
+    if iv.low is None or not _spread(iv):
         return "undetermined at this size"
     return "holds" if iv.low > 0 else "does not hold" if iv.high < 0 else "undetermined at this size"
 
 
 def equivalent(iv: Interval, margin: float = EQUIVALENT) -> str:
     """Verdict on "the difference is within ± ``margin``"."""
-    if iv.low is None:
+    if iv.low is None or not _spread(iv):
         return "undetermined at this size"
     if -margin <= iv.low and iv.high <= margin:
         return "holds"

@@ -155,6 +155,8 @@ class Recognizer(abc.ABC):
     name = ""  # the name it is registered under, set by the registration (RECOGNIZERS)
     estimates_vad = False  # whether its predictions carry ``vad``
     remote = False  # whether it answers from a server (its answers are no fixed content: not cached)
+    checkpoint_root: Path | None = None  # where its checkpoint directory is, when not CHECKPOINT_DIR (the
+    # passive cache hashes ``checkpoint_root / name``)
     combines: tuple[str, ...] = ()  # the recognizers whose outputs it combines (an ensemble): the report
     # counts each model once by leaving an ensemble of models in the run out of its "distinct" group
 
