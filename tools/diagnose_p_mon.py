@@ -56,7 +56,7 @@ from affectsim_core.resampling import bootstrap_interval
 from affectsim_core.ros.topics import OPTICAL_FRAME
 from affectsim_eval.dataset.episodes import load_split
 from affectsim_eval.episode.passive import body_track, monitor_room, p_mon_views, placements, visible_fraction
-from affectsim_eval.episode.worlds import InProcessWorld
+from affectsim_eval.episode.worlds import InProcessEvalWorld
 from affectsim_eval.run.config import DATA_DIR, EvalData
 from affectsim_eval.run.report import REFERENCES
 from affectsim_eval.run.store import ResultsStore
@@ -147,7 +147,7 @@ def person_px(points: np.ndarray, poses: np.ndarray, k: CameraIntrinsics, size: 
     return float(np.median(ext)) if ext else math.nan
 
 
-def rerender_episode(ep: Episode, world: InProcessWorld, data: EvalData, humans: str = "scripted",
+def rerender_episode(ep: Episode, world: InProcessEvalWorld, data: EvalData, humans: str = "scripted",
                      keep_frames: bool = False) -> Rerendered:
     """The P-Mon variants of ``ep`` at the evaluator's clip times, rendered and recognised by ``world``
     (``keep_frames``: with the clips)."""
@@ -265,7 +265,7 @@ def rerender(run: Path, episodes: int = 0,
         raise SystemExit(f"diagnose_p_mon: error: the run has none of the recognizers {', '.join(RERENDERED)}")
     os.environ.setdefault("MUJOCO_GL", "egl")
     recognizers = {n: RECOGNIZERS.create(n) for n in names}
-    world = InProcessWorld(BACKENDS.create(cfg.get("backend", "mujoco")), None, recognizers)
+    world = InProcessEvalWorld(BACKENDS.create(cfg.get("backend", "mujoco")), None, recognizers)
     got: dict[str, Rerendered] = {}
     t0 = time.monotonic()
     try:
