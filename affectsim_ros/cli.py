@@ -277,8 +277,9 @@ def _dataset_validate(ns: argparse.Namespace) -> int:
     print(f"[validate] {rep['episodes']} episodes: {rep['counts']}")
     c = rep["dyadic_context"]
     if c["macro_f1"] is not None:
-        print(f"[validate] dyadic context-only classifier (train {c['train']}, test {c['test']} episodes): "
-              f"Macro-F1 {c['macro_f1']:.3f} (at most {MAX_CONTEXT_F1}; chance 0.20)")
+        print(f"[validate] dyadic context-only classifier, leave one of {c['sequences']} sequences out "
+              f"({c['episodes']} episodes): Macro-F1 {c['macro_f1']:.3f} (at most {MAX_CONTEXT_F1}; "
+              f"labels permuted: 95th percentile {c['chance_p95']:.3f})")
     for why, n in sorted(rep["problems"].items(), key=lambda kv: -kv[1]):
         print(f"  FAIL {why}: {n} (e.g. {rep['examples'].get(why, '-')})")
     if not rep["problems"]:

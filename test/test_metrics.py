@@ -11,6 +11,8 @@ from affectsim_bridge.world.navigable import NavigableSpace
 from affectsim_bridge.world.scene import load_scene, parse_scene
 from affectsim_bridge.content.scene_generator import generate_scene
 from affectsim_core.errors import InvalidInput
+from affectsim_core.affect import label_at
+from affectsim_eval.scoring.affect_metrics import ccc
 from affectsim_core.protocol import EMOTIONS, SETTINGS
 from affectsim_eval.scoring.metrics import (
     METRICS,
@@ -309,6 +311,20 @@ def test_evolving_affect_metrics_on_the_worked_example():
     assert v["valence"]["pearson"] == pytest.approx(1) and v["valence"]["spearman"] == pytest.approx(1)
     assert 0.9 < v["valence"]["ccc"] < 1  # the 0.1 offset costs concordance, not correlation
     assert v["arousal"]["ccc"] == pytest.approx(1)
+    ref = v["from_class"]  # the class-mean lookup of "a"'s own predicted labels
+    assert ref["windows"] == sum(y is not None for r in records for y in r.streams.labels["a"]["p_init"])
+    means = {}
+    for r in records:
+        for k, t in zip(label_at(r.streams.segments, np.asarray(r.streams.times)), r.streams.vad):
+            means.setdefault(EMOTIONS[k], []).append(t)
+    everything = [t for v in means.values() for t in v]
+    pairs = [(t, np.mean(means.get(y, everything), 0)) for r in records
+             for t, y in zip(r.streams.vad, r.streams.labels["a"]["p_init"]) if y is not None]
+    assert set(means) < set(EMOTIONS)  # a predicted class no true window holds gets the mean of all windows
+    assert ref["valence"]["ccc"] == pytest.approx(ccc([t[0] for t, _ in pairs], [p[0] for _, p in pairs]))
+    lines = "\n".join(METRICS.create("affect_vad").section(
+        {"settings": list(SETTINGS), "affect": {"segments": seg, "vad": vad}}, {}))
+    assert "| a: its class, looked up | valence |" in lines
     plain = typed(hand_made_records())  # no evolving episode: nothing to measure
     assert all(METRICS.create(m).compute(plain) == {} for m in ("affect_segments", "affect_transitions", "affect_vad"))
 

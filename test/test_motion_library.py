@@ -16,7 +16,7 @@ from affectsim_core.classification import macro_f1
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS
 from affectsim_eval.dataset.build import plan_jobs, split_groups
-from affectsim_eval.dataset.context import ContextClassifier
+from affectsim_eval.dataset.context import MAX_CONTEXT_F1, ContextClassifier, leave_one_sequence_out
 
 SMALL = dict(ag_performers=2, ag_takes=1, oc_performances=30, oc_performers=3, dyadic=5, ev_performers=2,
              ev_clips=3)
@@ -180,6 +180,34 @@ def test_a_context_only_classifier_finds_a_deterministic_context_and_not_an_inde
     y = np.array([EMOTIONS.index(t) for _, t in test])
     p = np.array([EMOTIONS.index(clf.predict(c)) for c, _ in test])
     assert macro_f1(y, p) < 0.3  # chance: 0.2
+
+
+def test_leaving_one_sequence_out_has_the_power_to_find_a_partial_leak_at_the_datasets_size():
+    """48 sequences of 30 episodes (the dataset's dyadic size, one distance per sequence): an
+    independent context stays below the limit with its permutation null, a partner that mirrors the
+    target in half of the sequences is caught, and the score does not depend on the sequences' names."""
+    rng = np.random.default_rng(1)
+    kinds = list(INTERACTIONS)
+    groups = [f"DY{g:02d}" for g in range(48) for _ in range(30)]
+    target = {g: EMOTIONS[k % 5] for k, g in enumerate(sorted(set(groups)))}  # one target emotion per sequence
+    labels = [target[g] for g in groups]
+
+    def contexts(mirrored: float) -> list:
+        out = []
+        for g in sorted(set(groups)):
+            mirror = rng.uniform() < mirrored
+            kind, partner, dist = kinds[rng.integers(4)], EMOTIONS[rng.integers(5)], float(rng.uniform(0.7, 1.6))
+            out += [(kind, target[g] if mirror else partner, dist + float(rng.normal(0, 0.02))) for _ in range(30)]
+        return out
+
+    independent = contexts(0.0)
+    fair = leave_one_sequence_out(independent, labels, groups)
+    assert fair["macro_f1"] <= MAX_CONTEXT_F1 and fair["chance_p95"] <= MAX_CONTEXT_F1
+    leaky = leave_one_sequence_out(contexts(0.5), labels, groups)
+    assert leaky["macro_f1"] > MAX_CONTEXT_F1
+    renamed = leave_one_sequence_out(independent, labels, [f"x{g[::-1]}" for g in groups], permutations=0)
+    assert renamed["macro_f1"] == fair["macro_f1"]
+    assert leave_one_sequence_out([("a", "happy", 1.0)], ["happy"], ["one"]) == {"macro_f1": None, "chance_p95": None}
 
 
 def test_evolving_clips_balance_emotion_pairs_and_events_independently(full):

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from affectsim_bridge.world.navigable import NavigableSpace
-from affectsim_core.affect import segments_from_windows
+from affectsim_core.affect import VAD_DIMENSIONS, label_at, segments_from_windows
 from affectsim_core.classification import label_index, label_indices, macro_f1
 from affectsim_core.errors import InvalidInput
 from affectsim_eval.scoring.affect_metrics import (
@@ -854,17 +854,18 @@ class AffectVAD(_Affect):
     needs = ("streams", "affect_segments")
 
     def compute(self, records, inputs=None) -> dict:
+        """{recognizer: {setting: scores}} of its VAD head and, under ``from_class``, of the reference
+        that answers each window with the mean true VAD of the class the recognizer predicted there."""
         rs = _streamed(records)
+        means = _class_means(rs)
         out: dict = {}
         for rec, by in (rs[0].streams.pred_vad.items() if rs else ()):
             out[rec] = {}
             for s in by:
-                pairs = [(t, p) for r in rs for t, p in zip(r.streams.vad, r.streams.pred_vad[rec][s]) if p is not None]
-                if len(pairs) < 2:
-                    out[rec][s] = {"windows": len(pairs)}
-                    continue
-                t, p = map(np.array, zip(*pairs))
-                out[rec][s] = {**vad_scores(t, p), "windows": len(pairs)}
+                head = [(t, p) for r in rs for t, p in zip(r.streams.vad, r.streams.pred_vad[rec][s]) if p is not None]
+                lookup = [(t, means.get(y, means[None])) for r in rs
+                          for t, y in zip(r.streams.vad, r.streams.labels[rec][s]) if y is not None]
+                out[rec][s] = {**_vad_pairs(head), "from_class": _vad_pairs(lookup)}
         return out
 
     def section(self, s, figures):
@@ -873,11 +874,37 @@ class AffectVAD(_Affect):
         if not (a["segments"] and a["vad"]):
             return []
         shown, _ = _affect_shown(s)
+        def cell(scores: dict, dim: str) -> str:
+            return "–" if dim not in scores else " / ".join(num(scores[dim][k]) for k in ("ccc", "spearman", "pearson"))
+
         rows = []
         for rec, by in a["vad"].items():
-            for dim in ("valence", "arousal", "dominance"):
-                rows.append([rec, dim, *("–" if dim not in by.get(x, {}) else " / ".join(num(by[x][dim][k]) for k in
-                                         ("ccc", "spearman", "pearson")) for x in shown)])
+            for name, pick in ((rec, lambda x: by.get(x, {})), (f"{rec}: its class, looked up",
+                                                                lambda x: by.get(x, {}).get("from_class", {}))):
+                rows += [[name, dim, *(cell(pick(x), dim) for x in shown)] for dim in VAD_DIMENSIONS]
         return ["## Evolving affect: valence, arousal, dominance", "",
-                "Over all windows with a rating: Lin's concordance (CCC) / Spearman / Pearson per dimension.", "",
+                "Over all windows with a rating: Lin's concordance (CCC) / Spearman / Pearson per dimension. Each "
+                "recognizer's \"its class, looked up\" row is the reference that answers a window with the mean true "
+                "VAD of the class the recognizer predicted there (class means of this run's windows, generous to "
+                "the reference; the mean of all windows for a class none holds): what a VAD head adds beyond classification is its row's lead over that one.", "",
                 table(["recognizer", "dimension", *(NAMES[x] for x in shown)], rows), ""]
+
+
+def _vad_pairs(pairs: list) -> dict:
+    """Scores of (true, predicted) VAD pairs and their count (scores only from two windows on)."""
+    if len(pairs) < 2:
+        return {"windows": len(pairs)}
+    t, p = map(np.array, zip(*pairs))
+    return {**vad_scores(t, p), "windows": len(pairs)}
+
+
+def _class_means(rs: Sequence[EpisodeRecord]) -> dict[str | None, tuple[float, float, float]]:
+    """Per emotion, the mean true VAD of the evolving windows whose true segment holds it; under None
+    the mean of all windows (for a class no window holds)."""
+    by: dict[str | None, list] = {None: []}
+    for r in rs:
+        st = r.streams
+        for k, v in zip(label_at(st.segments, np.asarray(st.times, float)), st.vad):
+            by.setdefault(EMOTIONS[k], []).append(v)
+            by[None].append(v)
+    return {e: tuple(float(x) for x in np.mean(v, 0)) for e, v in by.items() if v}
