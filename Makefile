@@ -19,14 +19,14 @@ test: setup  ## fast suite (< 10 min on 2 cores); slow tests run in `make test-a
 test-all: setup
 	$(PY) -m pytest -q test
 
-dataset-check: setup  ## rebuild a small dataset from scratch (~4 min) and compare its hashes with config/dataset_reference.json
+dataset-check: setup  ## rebuild a small dataset from scratch (~4 min) and compare its hashes with config/dataset_reference.json; compose a sample of the shipped dataset's jobs again and compare
 	$(VENV)/bin/affectsim dataset fingerprint
 
 BENCH_EPISODES ?= 100
 bench: setup  ## the main job: the benchmark through the ROS graph on a stratified test subset, then report.md
 	test -f data/motions/manifest.json || $(VENV)/bin/affectsim motions build
 	test -f data/scenes/manifest.json || $(VENV)/bin/affectsim scenes build
-	test -f data/episodes/manifest.json || $(VENV)/bin/affectsim dataset build
+	test -f data/episodes/manifest.json || $(VENV)/bin/affectsim dataset install
 	$(VENV)/bin/affectsim launch bench episodes:=$(BENCH_EPISODES) output_dir:=results/bench passive_cache:=data/cache/passive
 	@echo "report: results/bench/report.md"
 

@@ -10,7 +10,7 @@
   affectsim observe [--label EMOTION] [--out RUN]            one acquisition on the robot on the graph, stored
   affectsim train RECOGNIZER [--seed 0]                      train a recognizer that has a trainer (TRAINERS)
   affectsim motions build | validate | stats | preview | import-bvh | export-bvh   the motion library
-  affectsim dataset build | validate | stats | show | counterfactual | fingerprint   the episodes; CI hash check
+  affectsim dataset build | install | validate | stats | show | counterfactual | fingerprint | verify | ship
   affectsim scenes list | build | preview | check            the scenes
   affectsim params write | check                             config/bench.yaml from the nodes' declarations
 
@@ -47,7 +47,7 @@ from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_eval.run.config import DATA_DIR, EvalConfig
 from affectsim_eval.dataset import build as dbuild
-from affectsim_eval.dataset import fingerprint, inspect
+from affectsim_eval.dataset import fingerprint, inspect, shipped
 from affectsim_eval.dataset.context import MAX_CONTEXT_F1
 from affectsim_eval.run.report import write_report
 from affectsim_eval.run.runner import run_eval
@@ -292,6 +292,23 @@ def _dataset_stats(ns: argparse.Namespace) -> int:
     return 0
 
 
+def _dataset_install(ns: argparse.Namespace) -> int:
+    shipped.install(Path(ns.src), Path(ns.out))
+    return 0
+
+
+def _dataset_ship(ns: argparse.Namespace) -> int:
+    shipped.ship(Path(ns.out), Path(ns.dst))
+    return 0
+
+
+def _dataset_verify(ns: argparse.Namespace) -> int:
+    diff = shipped.verify(Path(ns.src), sample=ns.sample, seed=ns.seed)
+    for line in diff:
+        print(f"[dataset] DIFFERS {line}")
+    return 1 if diff else 0
+
+
 def _dataset_fingerprint(ns: argparse.Namespace) -> int:
     return 1 if fingerprint.check(update=ns.update) else 0
 
@@ -527,8 +544,20 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("episode", metavar="EPISODE_ID", help="the episode")
     episodes_dir(d, "")
     d.add_argument("--emotion", choices=EMOTIONS, default="happy", help="the emotion swapped in")
-    d = _command(dss, "fingerprint", "CI: rebuild motions, scenes and a 0.05-scale dataset, compare hashes "
-                                     "(exit 1 on a difference)", _dataset_fingerprint)
+    d = _command(dss, "install", "copy the shipped episodes (datasets/episodes) into the episodes' directory, "
+                                 "checked against the local motion and scene libraries", _dataset_install)
+    d.add_argument("--src", default=str(shipped.SHIPPED_DIR), metavar="DIR", help="the shipped dataset")
+    episodes_dir(d, ", written")
+    d = _command(dss, "ship", "maintainers: write the shipped dataset from a full build", _dataset_ship)
+    d.add_argument("--dst", default=str(shipped.SHIPPED_DIR), metavar="DIR", help="the shipped dataset, written")
+    episodes_dir(d, " (a full build)")
+    d = _command(dss, "verify", "compose a sample of the shipped dataset's jobs again with this code and compare "
+                                "(exit 1 on a difference)", _dataset_verify)
+    d.add_argument("--src", default=str(shipped.SHIPPED_DIR), metavar="DIR", help="the shipped dataset")
+    d.add_argument("--sample", type=positive_int, default=shipped.VERIFY_SAMPLE, help="jobs composed again")
+    d.add_argument("--seed", type=SEED, default=0, help="seed of the sample")
+    d = _command(dss, "fingerprint", "CI: rebuild motions, scenes and a 0.05-scale dataset, compare hashes, "
+                                     "verify the shipped dataset (exit 1 on a difference)", _dataset_fingerprint)
     d.add_argument("--update", action="store_true", help="record the build as the new reference")
 
     tr = _command(sub, "train", "train a recognizer on the train split (select on val) and write its checkpoint",

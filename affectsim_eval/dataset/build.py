@@ -119,6 +119,11 @@ def plan_jobs(lib: Library, scenes: list[dict], seed: int, scale: float = 1.0) -
     return jobs
 
 
+def episode_id(job: dict) -> str:
+    """The id of the episode a job composes."""
+    return f"{job['split']}_{FAMILY_CODE[job['family']]}_{job['index']:06d}"
+
+
 def _walks(lib: Library, clip: str) -> bool:
     """Whether a clip's performer walks about (pacing) rather than performing in place."""
     return lib.entries.get(clip, {}).get("scenario") == "pacing"
@@ -190,7 +195,7 @@ def compose_job(ctx: SceneContext, job: dict) -> tuple[Episode | None, str]:
         return None, "cast_refused_by_load_world"
     room = ctx.scene.room_at((place.x, place.y))
     ep = Episode(
-        episode_id=f"{job['split']}_{FAMILY_CODE[job['family']]}_{job['index']:06d}",
+        episode_id=episode_id(job),
         # full precision: validation re-measures the stored start and must reach the same verdict
         scene_id=ctx.scene.id, start_position=(robot.x, robot.y, 0.0), start_rotation=quat_from_yaw(robot.yaw),
         family=job["family"], challenge=job["challenge"], emotion=emotion, action=action, group=group,
@@ -213,14 +218,13 @@ def _run_scene(args: tuple[str, list[dict]]) -> tuple[list[Episode], list[tuple[
     return done, failed
 
 
-def build_dataset(out: Path = DATASET_DIR, seed: int = 0, scale: float = 1.0, motions: Path = MOTIONS_DIR,
-                  scenes_dir: Path = SCENES_DIR, workers: int | None = None,
-                  log: Callable[[str], None] = print) -> dict:
-    """Compose all splits into ``out`` (replaced atomically); returns the build report."""
-    t0 = time.monotonic()
-    lib = Library(motions)
-    scene_manifest = read_scene_library(scenes_dir)
-    jobs = plan_jobs(lib, scene_manifest["scenes"], seed, scale)
+def compose_jobs(jobs: list[dict], motions: Path, scenes_dir: Path, workers: int | None = None,
+                 log: Callable[[str], None] = print, t0: float | None = None
+                 ) -> tuple[list[Episode], Counter, list[dict]]:
+    """Compose ``jobs`` (from :func:`plan_jobs`), each tried in its scenes in order until one takes
+    it: the episodes, the rejected candidates by reason and the jobs no scene took. A job's episode
+    depends on the job alone, not on the others composed beside it."""
+    t0 = time.monotonic() if t0 is None else t0
     rejections: Counter = Counter()
     episodes: list[Episode] = []
     pending = jobs
@@ -240,6 +244,18 @@ def build_dataset(out: Path = DATASET_DIR, seed: int = 0, scale: float = 1.0, mo
                 log(f"[dataset] round {attempt + 1}: {len(episodes)}/{len(jobs)} episodes, {el:.0f} s")
             if not pending:
                 break
+    return episodes, rejections, pending
+
+
+def build_dataset(out: Path = DATASET_DIR, seed: int = 0, scale: float = 1.0, motions: Path = MOTIONS_DIR,
+                  scenes_dir: Path = SCENES_DIR, workers: int | None = None,
+                  log: Callable[[str], None] = print) -> dict:
+    """Compose all splits into ``out`` (replaced atomically); returns the build report."""
+    t0 = time.monotonic()
+    lib = Library(motions)
+    scene_manifest = read_scene_library(scenes_dir)
+    jobs = plan_jobs(lib, scene_manifest["scenes"], seed, scale)
+    episodes, rejections, pending = compose_jobs(jobs, motions, scenes_dir, workers, log, t0)
     report = {"seed": seed, "scale": scale, "requested": len(jobs), "built": len(episodes),
               "rejected_candidates": dict(rejections.most_common()), "unplaced": len(pending),
               "seconds": round(time.monotonic() - t0, 1)}

@@ -5,7 +5,10 @@ The motion library, the scenes and the episodes (at :data:`SCALE` of the paper's
 from the code alone into a temporary directory, exactly as ``make bench`` builds them at full scale;
 the build is deterministic, so its dataset version and split hashes are a fingerprint of every
 generator. A deliberate change is recorded with ``--update`` (commit the new reference, and retrain
-the checkpoints on the new full build: the evaluator refuses checkpoints of another version).
+the checkpoints on the new full build: the evaluator refuses checkpoints of another version), and
+ship the new full build (``affectsim dataset build && affectsim dataset ship``): with the freshly
+built libraries, a sample of the shipped dataset's jobs is composed again and compared
+(:mod:`~affectsim_eval.dataset.shipped`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import SPLITS
 from affectsim_core.readers import read_json
 from affectsim_eval.dataset.build import build_dataset
+from affectsim_eval.dataset.shipped import SHIPPED_DIR, verify
 
 REFERENCE = Path(__file__).resolve().parents[2] / "config" / "dataset_reference.json"
 SCALE = 0.05  # of the paper's episode counts: 1,382 episodes over all 57 scenes
@@ -66,16 +70,26 @@ def differences(built: dict, reference: dict) -> list[str]:
     return out
 
 
-def check(update: bool = False, path: Path = REFERENCE, log: Callable[[str], None] = print) -> list[str]:
+def check(update: bool = False, path: Path = REFERENCE, shipped: Path | None = SHIPPED_DIR,
+          log: Callable[[str], None] = print) -> list[str]:
     """Rebuild at the reference's seed and scale and compare; with ``update``, write the build as the
-    new reference. Returns the differences (empty: the code builds the committed dataset)."""
+    new reference. Then, with the freshly built libraries, compose a sample of the ``shipped``
+    dataset's jobs again (:func:`~affectsim_eval.dataset.shipped.verify`). Returns the differences
+    (empty: the code builds the committed dataset and the shipped episodes)."""
     ref = None if update and not path.is_file() else read_reference(path)
-    built = fingerprint(ref["seed"] if ref else 0, ref["scale"] if ref else SCALE, log=lambda m: None)
-    diff = differences(built, ref) if ref else ["no reference yet"]
-    if update:
-        write_json(path, built, indent=1)
-        log(f"[dataset] reference {path} set to version {built['version']}")
-        return []
+    with tempfile.TemporaryDirectory(prefix="affectsim-fingerprint-") as tmp:
+        work = Path(tmp)
+        built = fingerprint(ref["seed"] if ref else 0, ref["scale"] if ref else SCALE, work=work, log=lambda m: None)
+        diff = differences(built, ref) if ref else ["no reference yet"]
+        if update:
+            write_json(path, built, indent=1)
+            log(f"[dataset] reference {path} set to version {built['version']}")
+            diff = []
+        if shipped is not None:
+            try:
+                diff += [f"shipped episodes: {d}" for d in verify(shipped, work / "motions", work / "scenes", log=log)]
+            except InvalidInput as exc:
+                diff.append(f"shipped episodes: {exc}")
     for line in diff:
         log(f"[dataset] DIFFERS {line}")
     if not diff:
