@@ -29,6 +29,7 @@ from affectsim_eval.episode.passive_cache import OFF, open_cache
 from affectsim_eval.run.report import write_report
 from affectsim_core.ros.observer_client import GraphError
 from affectsim_eval.episode.ros_eval_world import RosEvalWorld
+from affectsim_eval.episode.recording_options import DEFAULT_MAX_MB, RecordingOptions
 from affectsim_nav.base_control import EXECUTIONS
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS
@@ -60,6 +61,9 @@ PARAMS: tuple[Param, ...] = (
           "the evaluator waits for the graph to answer again)", bounds=(1, 10)),
     Param("data_dir", "", "directory with motions/, scenes/ and episodes/ ('' = the project's data/)"),
     Param("record", False, "write an MCAP recording of every A-Obs episode to output_dir/recordings"),
+    Param("record_depth", True, "recordings hold the depth image and its camera_info"),
+    Param("record_max_mb", DEFAULT_MAX_MB, "MB of messages (before compression) one recording may hold; beyond "
+          "it camera images are left out", bounds=(1.0, 1_000_000.0)),
     Param("passive_cache", "off", "directory where the passive settings are looked up and kept ('' = data_dir's "
           "cache/passive, 'off' = none; off while recording, which records what is rendered)"),
     Param("exit_when_done", True, "shut the node down after the report is written"),
@@ -114,7 +118,9 @@ class EvaluatorNode(Node):
             data, times = EvalData(self.data), StageTimes()
             world = RosEvalWorld(self, list(self.cfg.recognizers), self.cfg.policy, self.cfg.backend,
                                  float(self.p["timeout_s"]),
-                                 record_dir=self.out / "recordings" if self.p["record"] else None)
+                                 record_dir=self.out / "recordings" if self.p["record"] else None,
+                                 record=RecordingOptions(depth=bool(self.p["record_depth"]),
+                                                         max_mb=float(self.p["record_max_mb"]), ground_truth=True))
             world.wait_for_graph()
             setting = OFF if self.p["record"] else str(self.p["passive_cache"])
             renderer = self._bridge_parameters() if setting != OFF else {}

@@ -20,6 +20,7 @@ from affectsim_bridge.world.scene import resolve_scene_path
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import FAMILIES, MODES, PAPER_FAMILIES, SPLITS
 from affectsim_core.ros.topics import TOPICS
+from affectsim_eval.episode.recording_options import DEFAULT_MAX_MB
 from affectsim_nav.base_control import EXECUTIONS
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS
@@ -131,6 +132,11 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    node="evaluator"),
     LaunchArgument("record", "false", "evaluator: MCAP recording of every A-Obs episode (output_dir/recordings)",
                    choices=("true", "false"), node="evaluator", param_type=lambda v: v == "true"),
+    LaunchArgument("record_depth", "true", "evaluator: recordings hold the depth image and its camera_info",
+                   choices=("true", "false"), node="evaluator", param_type=lambda v: v == "true"),
+    LaunchArgument("record_max_mb", f"{DEFAULT_MAX_MB:g}", "evaluator: MB of messages (before compression) one "
+                   "recording may hold; beyond it camera images are left out", check=_is_float_in(1.0, 1e6),
+                   expected="a number in [1, 1e6]", node="evaluator", param_type=float),
     LaunchArgument("passive_cache", "off", "evaluator: directory where the passive settings are looked up and kept "
                    "('' = data_dir's cache/passive, 'off' = none)", node="evaluator"),
     LaunchArgument("execution", "lockstep", "nav: how primitive actions move the robot: lockstep "

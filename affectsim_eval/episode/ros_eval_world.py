@@ -11,6 +11,7 @@ rendered), so a record through ROS equals the in-process record of the same epis
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ from affectsim_bridge.world.scene import Scene
 from affectsim_bridge.views import View
 from affectsim_core.clips import sample_indices
 from affectsim_core.episode import Episode
-from affectsim_core.protocol import CLIP_SIZE, STREAM_STRIDE, Outcome
+from affectsim_core.protocol import CLIP_FRAMES, CLIP_SIZE, STREAM_STRIDE, Outcome
 from affectsim_core.ros import calls
 from affectsim_core.ros.observer_client import GraphError, ObserverClient
 from affectsim_core.ros.conversions import (
@@ -47,6 +48,16 @@ from affectsim_perception.recognizers.base import Prediction
 RENDER_ATTEMPT_S = 30.0  # s, first window of a RenderViews request before it is sent again (it may take seconds)
 
 
+@dataclass
+class _Pending:
+    """A recorded episode waiting for its A-Obs recognition: the clip (8, 224, 224, 3), the time of its
+    last frame (s, sim time) and, for an evolving episode, the stream frames the recognizers will see."""
+
+    frames: np.ndarray
+    clip_end: float
+    stream: np.ndarray | None = None
+
+
 def _prediction(p) -> Prediction:
     """A RecognizerPrediction message as the in-process Prediction (VAD when it carries one)."""
     return Prediction(np.array(p.probs, float), p.label or None, p.outcome, p.detail,
@@ -57,9 +68,10 @@ class RosEvalWorld:
     """Clients of the bridge, nav and perception nodes on ``node`` (spun by another thread)."""
 
     def __init__(self, node: Node, recognizers: list[str], policy: str, backend: str = "mujoco",
-                 timeout: float = 600.0, record_dir: Path | None = None) -> None:
+                 timeout: float = 600.0, record_dir: Path | None = None, record=None) -> None:
         """``backend``: the registered backend of the local geometry copy; ``record_dir``: write an MCAP
-        recording of every A-Obs episode there (:mod:`affectsim_eval.episode.recording`)."""
+        recording of every A-Obs episode there (:mod:`affectsim_eval.episode.recording`) with ``record``
+        (its ``RecordingOptions``; default ones, ground truth included, when None)."""
         group = ReentrantCallbackGroup()
         self.node = node
         self.load_cli = node.create_client(LoadWorld, SERVICES["load_world"], callback_group=group)
@@ -72,10 +84,12 @@ class RosEvalWorld:
         self._ids = calls.request_ids()
         self.geometry = BACKENDS.create(backend)  # privileged copy of the world: views, visibility (never rendered)
         self.recorder = None
+        self._pending: _Pending | None = None  # a recording waiting for its A-Obs recognition
         if record_dir is not None:
-            from affectsim_eval.episode.recording import EpisodeRecorder  # rosbags: only when recording
+            from affectsim_eval.episode.recording import EpisodeRecorder, RecordingOptions  # rosbags: when recording
 
-            self.recorder = EpisodeRecorder(node, record_dir)
+            self.recorder = EpisodeRecorder(record_dir, record or RecordingOptions(ground_truth=True),
+                                            f"{node.get_name()}_recorder", node.get_logger().info)
 
     def wait_for_graph(self, timeout: float = 120.0) -> None:
         """Block until the bridge, nav and perception servers are up."""
@@ -94,6 +108,7 @@ class RosEvalWorld:
 
     # ------------------------------------------------------------------ EvalWorld
     def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement], humans: str = "scripted") -> None:
+        self._drop_pending()  # the episode before never reached its A-Obs recognition: it failed
         start = ep.start
         req = LoadWorld.Request(scene=str(scene.source), robot_pose=Pose2DMsg(x=start.x, y=start.y, theta=start.yaw))
         req.humans = [HumanMsg(id=h.role, x=float(h.x), y=float(h.y), yaw=float(h.yaw), is_target=h.role == "target",
@@ -130,7 +145,7 @@ class RosEvalWorld:
                 self.recorder.abandon()
             raise
         if self.recorder is not None:
-            self.recorder.finish(list(res.clip_frames))
+            self._record_acquisition(res, stream_until is not None)
         stream = {}
         if stream_until is not None and res.stream_frames:
             stream = {"stream_frames": np.stack([image_to_array(m) for m in res.stream_frames]),
@@ -150,6 +165,11 @@ class RosEvalWorld:
         goal.frames = [image_msg(f, "rgb8", OPTICAL_FRAME, to_time(0.0)) for f in frames]
         res = self.observer.recognize(goal)
         self._vad = sorted(p.recognizer for p in res.predictions if p.estimates_vad)
+        pending = self._pending
+        if pending is not None and np.array_equal(frames, pending.frames):  # the A-Obs clip
+            self.recorder.add_predictions(list(res.predictions), pending.clip_end)
+            if pending.stream is None:
+                self._finish_pending()
         return {p.recognizer: _prediction(p) for p in res.predictions}
 
     def recognize_stream(self, frames: np.ndarray, times: np.ndarray) -> dict[str, list[tuple[float, Prediction]]]:
@@ -160,6 +180,11 @@ class RosEvalWorld:
         res = self.observer.recognize(goal)
         out: dict[str, list[tuple[float, Prediction]]] = {}
         per = len(res.predictions) // max(1, len(res.window_times))
+        pending = self._pending
+        if pending is not None and pending.stream is not None and np.array_equal(frames, pending.stream):  # A-Obs
+            for k, t in enumerate(res.window_times):
+                self.recorder.add_predictions(list(res.predictions[k * per:(k + 1) * per]), float(t))
+            self._finish_pending()
         for k, p in enumerate(res.predictions):
             out.setdefault(p.recognizer, []).append((float(res.window_times[k // per]), _prediction(p)))
         return out
@@ -167,6 +192,29 @@ class RosEvalWorld:
     def vad_recognizers(self) -> list[str]:
         """The recognizers whose predictions rated VAD in the last single-clip recognition."""
         return list(self._vad)
+
+    # ------------------------------------------------------------------ recording
+    def _record_acquisition(self, res, streamed: bool) -> None:
+        """Add the acquired clip to the recording; finish it now when there is nothing to recognise,
+        else when the A-Obs clip (and an evolving episode's stream) has been recognised."""
+        self.recorder.add_clip(list(res.clip_frames))
+        if not res.clip_frames:
+            self.recorder.finish()
+            return
+        stream = None
+        if streamed and len(res.stream_frames) >= CLIP_FRAMES:  # the orchestrator recognises it: so it does
+            stream = np.stack([image_to_array(m) for m in res.stream_frames])
+        self._pending = _Pending(np.stack([image_to_array(m) for m in res.clip_frames]),
+                                 from_time(res.clip_stamps[-1]), stream)
+
+    def _finish_pending(self) -> None:
+        self._pending = None
+        self.recorder.finish()
+
+    def _drop_pending(self) -> None:
+        if self._pending is not None:
+            self._pending = None
+            self.recorder.abandon()
 
     # ------------------------------------------------------------------ requests
     def _service(self, cli, req, what: str, first_attempt: float = calls.FIRST_ATTEMPT_S):
@@ -177,4 +225,7 @@ class RosEvalWorld:
         return res
 
     def close(self) -> None:
+        self._drop_pending()
+        if self.recorder is not None:
+            self.recorder.close()
         self.geometry.close()

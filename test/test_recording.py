@@ -1,0 +1,159 @@
+"""Recordings a viewer can replay (docs/evaluation.md, "Recording"): one episode recorded through the real
+bench graph on the small dataset, read back with an independent MCAP reader (``test/mcap_check.py``:
+the mcap package decoding from the file's own schemas; nothing of the project or of rosbags). Every
+expected topic is there, ``/map`` once, every camera frame can be placed in ``map`` through the recorded
+TF alone, the people have markers; a recording without depth has no depth topic and one with a small
+size budget stays within it; a killed evaluator leaves no recording under its final name."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from affectsim_core.ros.topics import TOPICS
+from affectsim_eval.episode.recording import CLIP_TOPIC, MARKERS_TOPIC, PREDICTIONS_TOPIC
+from affectsim_eval.episode.recording_viz import DETECTIONS_NS, GROUND_TRUTH_NS, PATH_NS
+from affectsim_eval.run.store import ResultsStore
+from affectsim_ros.launcher import GraphProcesses
+from mcap_check import Tf, read
+
+EPISODE = "test_dy_000000"
+ARGS = {"episodes": "0", "episode_ids": EPISODE, "recognizers": "majority", "record": "true",
+        "allow_dataset_mismatch": "true"}  # the small test dataset is not the one the checkpoints were trained on
+SMALL_MB = 5  # record_max_mb of the run with a small budget: about 5 RGB frames
+SENSOR = ("rgb", "rgb_info", "depth", "depth_info", "scan", "odom", "tf", "tf_static", "map", "person_detections")
+LAYOUT = Path(__file__).resolve().parents[1] / "config" / "foxglove_layout.json"
+
+
+def _wait(predicate, timeout: float, what: str, poll_s: float = 0.1):
+    """Wait on state; the timeout is a safety net only."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll_s)
+    raise AssertionError(f"{what} within {timeout:.0f} s")
+
+
+@pytest.fixture(scope="module")
+def runs(small_data, tmp_path_factory):
+    """The episode recorded by one bench graph three times: in full; without depth and with a budget of
+    SMALL_MB; and by an evaluator killed while it records. {name: (run dir, evaluator log, exit code)}."""
+    data, _ = small_data
+    tmp = tmp_path_factory.mktemp("recording")
+    out = {}
+    with GraphProcesses("bench", args={**ARGS, "output_dir": str(tmp / "full")}, log_dir=tmp / "logs_full",
+                        extra_params={"bridge": {"motion_library": str(data / "motions")},
+                                      "evaluator": {"data_dir": str(data)}}) as g:
+        _wait(lambda: g.poll()["evaluator"] is not None, 300, "the evaluator done", 0.5)
+        out["full"] = (tmp / "full", (tmp / "logs_full" / "evaluator.log").read_text(), g.poll()["evaluator"])
+        small = {**ARGS, "output_dir": str(tmp / "small"), "record_depth": "false", "record_max_mb": str(SMALL_MB)}
+        with GraphProcesses("bench", nodes=("evaluator",), domain_id=g.domain_id, args=small,
+                            log_dir=tmp / "logs_small", extra_params={"evaluator": {"data_dir": str(data)}}) as ev:
+            _wait(lambda: ev.poll()["evaluator"] is not None, 300, "the evaluator done", 0.5)
+            out["small"] = (tmp / "small", (tmp / "logs_small" / "evaluator.log").read_text(), ev.poll()["evaluator"])
+        rec_dir = tmp / "killed" / "recordings"
+        with GraphProcesses("bench", nodes=("evaluator",), domain_id=g.domain_id, log_dir=tmp / "logs_killed",
+                            args={**ARGS, "output_dir": str(tmp / "killed")},
+                            extra_params={"evaluator": {"data_dir": str(data)}}) as ev:
+            # killed once its recording holds data (the temporary bag has grown past its header)
+            _wait(lambda: rec_dir.is_dir() and any(f.stat().st_size > 1_000_000 for f in rec_dir.rglob("*.mcap")),
+                  300, "a recording under way")
+            ev.procs["evaluator"].kill()
+            ev.procs["evaluator"].wait(30)
+            out["killed"] = (tmp / "killed", "", ev.poll()["evaluator"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def full(runs):
+    run, log, code = runs["full"]
+    assert code == 0, log
+    return read(run / "recordings" / EPISODE)
+
+
+def test_a_recording_holds_every_topic_a_viewer_needs(full, runs):
+    for key in SENSOR:
+        assert full.count(TOPICS[key]) >= 1, (key, {t: full.count(t) for t in full.messages})
+    assert TOPICS["cmd_vel"] in full.messages  # recorded (lockstep commands none: its count may be 0)
+    assert full.count(TOPICS["map"]) == 1
+    for topic, (schema, encoding, msg_encoding) in full.types.items():
+        assert (encoding, msg_encoding) == ("ros2msg", "cdr"), (topic, encoding, msg_encoding)
+    assert full.types[MARKERS_TOPIC][0] == "visualization_msgs/msg/MarkerArray"
+    with ResultsStore.open(runs["full"][0] / "results.sqlite") as st:
+        (record,) = st.records(None)
+    if not record["a_obs"]["fallback"]:  # the acquired clip and the recognizer's scores for it
+        assert full.count(CLIP_TOPIC) == 8
+        preds = full.of(PREDICTIONS_TOPIC)
+        assert [p.recognizer for p in preds] == ["majority"] and len(preds[0].probs) == 5
+        assert abs(sum(preds[0].probs) - 1.0) < 1e-4
+    else:
+        assert full.count(CLIP_TOPIC) == 0 and full.count(PREDICTIONS_TOPIC) == 0
+
+
+def test_every_camera_frame_is_placed_in_map_through_the_recorded_tf_alone(full):
+    tf = Tf(full)
+    n = 0
+    for topic in (TOPICS["rgb"], TOPICS["depth"], CLIP_TOPIC):
+        for img in full.of(topic):
+            pose = tf.in_map(img.header.frame_id, img.header.stamp, tolerance_s=1e-3)  # lockstep: same stamps
+            assert 0.8 < pose[2, 3] < 1.8, (topic, pose[:3, 3])  # the Fetch's head camera above the floor
+            assert pose[2, 2] < 0.5  # optical z (forward) roughly level
+            n += 1
+    assert n >= full.count(TOPICS["rgb"]) + full.count(TOPICS["depth"]) >= 2
+    # the path marker follows the base in map as the recorded TF puts it
+    odom = full.of(TOPICS["odom"])[-1]
+    base = tf.in_map("base_link", odom.header.stamp, tolerance_s=1e-3)[:2, 3]
+    paths = [m for arr in full.of(MARKERS_TOPIC) for m in arr.markers if m.ns == PATH_NS and m.points]
+    end = paths[-1].points[-1]
+    assert np.hypot(end.x - base[0], end.y - base[1]) < 0.1, (end, base)
+
+
+def test_people_are_markers_ground_truth_in_its_own_namespace(full):
+    markers = [m for arr in full.of(MARKERS_TOPIC) for m in arr.markers]
+    truth = [m for m in markers if m.ns == GROUND_TRUTH_NS and m.action == 0]
+    assert truth and all(m.header.frame_id == "map" for m in truth)
+    assert {m.ns for m in markers} <= {GROUND_TRUTH_NS, DETECTIONS_NS, PATH_NS}
+    located = [p.position for d in full.of(TOPICS["person_detections"]) for p in d.people
+               if np.isfinite(p.position.x)]
+    seen = [m for m in markers if m.ns == DETECTIONS_NS and m.action == 0]
+    assert len(seen) == len(located)
+    if located:  # a located person is near a true one
+        last = truth[-1]
+        assert min(np.hypot(p.x - last.pose.position.x, p.y - last.pose.position.y) for p in located) < 3.0
+
+
+def test_without_depth_and_with_a_small_budget(runs, full):
+    run, log, code = runs["small"]
+    assert code == 0, log
+    rec = read(run / "recordings" / EPISODE)
+    assert TOPICS["depth"] not in rec.messages and TOPICS["depth_info"] not in rec.messages
+    assert f"{SMALL_MB} MB reached (record_max_mb)" in log and "camera images left out" in log, log
+    image_bytes = sum(len(m.data) for m in rec.of(TOPICS["rgb"]))
+    assert 0 < image_bytes <= SMALL_MB * 1_000_000
+    assert rec.count(TOPICS["rgb"]) < full.count(TOPICS["rgb"])
+    assert rec.count(TOPICS["odom"]) == full.count(TOPICS["odom"])  # the small topics are all written
+    assert rec.path.stat().st_size <= SMALL_MB * 1_000_000
+
+
+def test_a_killed_evaluator_leaves_no_recording_under_its_final_name(runs):
+    run, _, code = runs["killed"]
+    assert code is not None and code != 0
+    rec_dir = run / "recordings"
+    assert not (rec_dir / EPISODE).exists()
+    assert [p.name for p in rec_dir.iterdir() if not p.name.startswith(".")] == []
+
+
+def test_the_foxglove_layout_shows_recorded_topics(full):
+    layout = json.loads(LAYOUT.read_text())
+    panels = layout["configById"]
+    kinds = {k.split("!")[0] for k in panels}
+    assert {"3D", "Image", "Plot"} <= kinds, kinds
+    text = json.dumps(panels)
+    for topic in (TOPICS["rgb"], TOPICS["depth"], MARKERS_TOPIC, PREDICTIONS_TOPIC):
+        assert topic in text and topic in full.messages, topic
