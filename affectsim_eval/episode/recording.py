@@ -72,6 +72,7 @@ except ImportError as exc:  # recording is optional; this module is imported onl
 MARKERS_TOPIC = "/affectsim/recording/markers"
 CLIP_TOPIC = "/affectsim/acquired_clip"
 PREDICTIONS_TOPIC = "/affectsim/recording/predictions"
+PREROLL_S = 1.0  # s of messages (their stamps) received before a recording starts that begin it
 _NS = 1_000_000_000
 
 
@@ -144,6 +145,7 @@ class EpisodeRecorder:
         self._path = PathTrace()
         self._budget = SizeBudget(options.max_mb)
         self._last_ns = 0
+        self._preroll: list[tuple[str, bytes, int]] = []  # (key, message, stamp ns) received between recordings
         self.node = rclpy.create_node(node_name)
         sensor = ReliabilityPolicy.BEST_EFFORT if options.best_effort_sensors else ReliabilityPolicy.RELIABLE
         for key in recorded_keys(options):
@@ -183,14 +185,13 @@ class EpisodeRecorder:
                 frames = (frozenset(t.child_frame_id for t in msg.transforms) if key == "tf_static" else "map")
                 self._latched[key][frames] = raw
                 return
+            t_ns = None if spec.stamp is None else header_stamp_ns(raw, 4 if spec.stamp == "tf" else 0)
             if self._writer is None:
+                if t_ns is not None:
+                    self._keep(key, raw, t_ns)
                 return
-            if spec.stamp is None:
-                t_ns = self._last_ns
-            else:
-                t_ns = header_stamp_ns(raw, 4 if spec.stamp == "tf" else 0)
-                t_ns = self._last_ns if t_ns is None else t_ns
-                self._last_ns = max(self._last_ns, t_ns)
+            t_ns = self._last_ns if t_ns is None else t_ns
+            self._last_ns = max(self._last_ns, t_ns)
             self._write(key, raw, t_ns, spec.large)
         if key == "tf":
             self._on_tf(msg)
@@ -198,6 +199,19 @@ class EpisodeRecorder:
             det = deserialize_message(raw, PersonDetections)
             self._markers(det.header.stamp, people_markers(
                 DETECTIONS_NS, [(p.position.x, p.position.y, 0.0) for p in det.people]), DETECTIONS_NS)
+
+    def _keep(self, key: str, raw: bytes, t_ns: int) -> None:
+        """Keep a message received between recordings (under the lock): the newest :data:`PREROLL_S` of
+        them start the next recording, since a world's first messages may arrive just before it starts."""
+        self._preroll.append((key, raw, t_ns))
+        newest = max(t for _, _, t in self._preroll)
+        self._preroll = [e for e in self._preroll if e[2] >= newest - PREROLL_S * _NS]
+
+    def forget(self) -> None:
+        """Drop the messages kept between recordings: what arrives from now on is a new world's (call it
+        before the request that loads one)."""
+        with self._lock:
+            self._preroll = []
 
     def _on_tf(self, msg: TFMessage) -> None:
         """A path point from ``map -> base_link`` at the stamp of a transform of base_link."""
@@ -253,6 +267,13 @@ class EpisodeRecorder:
             self._tf.clear()
             self._writer, self._conns, self._episode, self._tmp = writer, conns, episode_id, tmp
             self._path, self._budget, self._last_ns = PathTrace(), SizeBudget(self.options.max_mb), 0
+            preroll, self._preroll = self._preroll, []
+            for key, raw, t_ns in preroll:
+                self._last_ns = max(self._last_ns, t_ns)
+                self._write(key, raw, t_ns, RECORDED[key].large)
+        for key, raw, _ in preroll:
+            if key == "tf":
+                self._on_tf(deserialize_message(raw, TFMessage))
 
     def add_clip(self, clip_messages: list) -> None:
         """The acquired clip (sensor_msgs/Image messages), each at its own stamp."""

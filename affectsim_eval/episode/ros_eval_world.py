@@ -109,6 +109,8 @@ class RosEvalWorld:
     # ------------------------------------------------------------------ EvalWorld
     def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement], humans: str = "scripted") -> None:
         self._drop_pending()  # the episode before never reached its A-Obs recognition: it failed
+        if self.recorder is not None:
+            self.recorder.forget()  # a recording starts with this world's first messages, none of the last one's
         start = ep.start
         req = LoadWorld.Request(scene=str(scene.source), robot_pose=Pose2DMsg(x=start.x, y=start.y, theta=start.yaw))
         req.humans = [HumanMsg(id=h.role, x=float(h.x), y=float(h.y), yaw=float(h.yaw), is_target=h.role == "target",
