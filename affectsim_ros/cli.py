@@ -46,6 +46,7 @@ from affectsim_core.protocol import EMOTIONS, FAMILIES, MAX_ACTIONS, MAX_PLANNER
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_eval.run.config import DATA_DIR, EvalConfig
+from affectsim_eval.episode.recording_options import DEFAULT_MAX_MB, RecordingOptions
 from affectsim_eval.dataset import build as dbuild
 from affectsim_eval.dataset import fingerprint, inspect, shipped
 from affectsim_eval.dataset.context import MAX_CONTEXT_F1
@@ -125,8 +126,16 @@ def _observe(ns: argparse.Namespace) -> int:
     if bad:
         raise InvalidInput("observe argument", bad[0], "a topic remapping NAME_topic:=/topic, as for launch robot")
     validate_launch_args(args, "robot")
+    if not (math.isfinite(ns.record_max_mb) and ns.record_max_mb > 0):
+        raise InvalidInput("--record-max-mb", ns.record_max_mb, "a size in MB > 0")
+    record = None
+    if ns.record is not None:
+        record = RecordingOptions(depth=not ns.record_no_depth, max_mb=ns.record_max_mb, best_effort_sensors=True)
+    elif ns.record_no_depth or ns.record_max_mb != DEFAULT_MAX_MB:
+        raise InvalidInput("--record", None, "a directory, for --record-no-depth or --record-max-mb")
     observe(ns.label, Path(ns.out) if ns.out else None, ns.episode_id or "", ns.clip_frames, ns.policy or "",
-            ns.target_description or "", ns.timeout, launch_remaps(args), ns.max_actions)
+            ns.target_description or "", ns.timeout, launch_remaps(args), ns.max_actions,
+            record_dir=Path(ns.record) if ns.record is not None else None, record=record)
     return 0
 
 
@@ -449,6 +458,12 @@ def build_parser() -> argparse.ArgumentParser:
     ob.add_argument("--max-actions", type=int, default=0,
                     help=f"A-Obs action budget, actions (default: %(default)s, the protocol's {MAX_ACTIONS})")
     ob.add_argument("--timeout", type=float, default=600.0, help="s any step may take, 1..86400")
+    ob.add_argument("--record", default=None, metavar="DIR",
+                    help="write an MCAP recording of the session to DIR/EPISODE_ID (default: none)")
+    ob.add_argument("--record-no-depth", action="store_true", help="leave the depth image out of the recording")
+    ob.add_argument("--record-max-mb", type=float, default=DEFAULT_MAX_MB,
+                    help="MB of messages (before compression) the recording may hold; beyond it camera images are "
+                         "left out (default: %(default)s)")
 
     ev = _command(sub, "eval", "run the benchmark in-process into a results store (resumes a killed run)", _eval)
     ev.add_argument("--split", choices=SPLITS, default="test", help="dataset split")

@@ -11,7 +11,10 @@ the project's nav and perception action servers are used, never a ``/affectsim/*
 4. with ``--label`` (the emotion the experimenter knows the person expresses) the episode is stored
    as a record of the benchmark's schema in ``RUN/results.sqlite`` (family ``robot``; P-Ref, P-Mon,
    visibility and d* do not exist on a robot and are left out), so ``affectsim report RUN`` gives the
-   same report as a simulated run, for the settings a robot has.
+   same report as a simulated run, for the settings a robot has;
+5. with ``--record DIR`` the whole session (P-Init's wait, the acquisition) is recorded to
+   ``DIR/EPISODE_ID/`` (:mod:`affectsim_eval.episode.recording`: TF, both cameras, laser, odometry,
+   map, /cmd_vel, detections, the clip, the A-Obs scores, markers; no ground truth on a robot).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.observer_client import ObserverClient
 from affectsim_core.ros.sensors import rgb_array
 from affectsim_core.ros.topics import OPTICAL_FRAME
+from affectsim_eval.episode.recording_options import RecordingOptions
 from affectsim_eval.run.config import trained_on
 from affectsim_eval.run.store import ResultsStore
 from affectsim_interfaces.action import AcquireObservation, Recognize
@@ -60,10 +64,12 @@ def _still_clip(client: BridgeClient, n: int, timeout: float) -> np.ndarray:
 
 def observe(label: str | None = None, out: Path | None = None, episode_id: str = "", clip_frames: int = 32,
             policy: str = "", target_description: str = "", timeout: float = 600.0,
-            remaps: list[tuple[str, str]] = (), max_actions: int = 0, log=print) -> dict:
+            remaps: list[tuple[str, str]] = (), max_actions: int = 0, log=print, record_dir: Path | None = None,
+            record: RecordingOptions | None = None) -> dict:
     """Run one observation (module docstring); returns {setting: {recognizer: label}} and the outcome.
     ``remaps``: (Fetch name, robot's name) of topics, as given to ``affectsim launch robot``;
-    ``max_actions``: the A-Obs action budget (0: the protocol's 480)."""
+    ``max_actions``: the A-Obs action budget (0: the protocol's 480); ``record_dir``: write an MCAP
+    recording of the whole session to ``record_dir/EPISODE_ID`` with ``record`` (its options)."""
     if label is not None and label not in EMOTIONS:
         raise InvalidInput("--label", label, f"one of {', '.join(EMOTIONS)}")
     if out is not None and label is None:
@@ -79,10 +85,17 @@ def observe(label: str | None = None, out: Path | None = None, episode_id: str =
                signal_handler_options=SignalHandlerOptions.NO)
     client = BridgeClient("affectsim_observe", topics=("rgb", "depth", "rgb_info", "tf", "tf_static"),
                           services=False)
-    observer = None
+    observer = recorder = None
     try:
+        if record_dir is not None:
+            from affectsim_eval.episode.recording import EpisodeRecorder  # rosbags: only when recording
+
+            recorder = EpisodeRecorder(record_dir, record or RecordingOptions(best_effort_sensors=True),
+                                       "affectsim_observe_recorder", log)
         observer = ObserverClient(client.node, timeout)  # the nav and perception actions
         observer.wait_for_servers(30.0, "is `affectsim launch robot` running on this ROS_DOMAIN_ID?")
+        if recorder is not None:
+            recorder.start(episode_id)
         log(f"[observe] {episode_id}: P-Init, {clip_frames} frames ({clip_frames * STEP_SECONDS:.0f} s) from here")
         clips = {"p_init": _still_clip(client, clip_frames, timeout)}
         start = frame_observation(client, client.wait_for("rgb", timeout=timeout), 0, timeout).pose
@@ -103,6 +116,11 @@ def observe(label: str | None = None, out: Path | None = None, episode_id: str =
         for setting, frames in clips.items():
             goal = Recognize.Goal(frames=[image_msg(f, "rgb8", OPTICAL_FRAME, to_time(0.0)) for f in frames])
             preds[setting] = {p.recognizer: p for p in observer.recognize(goal).predictions}
+        if recorder is not None:
+            recorder.add_clip(list(res.clip_frames))
+            if not fallback:
+                recorder.add_predictions(list(preds["a_obs"].values()), from_time(res.clip_stamps[-1]))
+            log(f"[observe] recorded in {recorder.finish()}")
     except BaseException:  # Ctrl-C and failures alike: no goal of this observation may go on moving the robot
         if observer is not None:
             try:
@@ -111,6 +129,8 @@ def observe(label: str | None = None, out: Path | None = None, episode_id: str =
                 log(f"[observe] cancelling the goals failed: {exc}")
         raise
     finally:
+        if recorder is not None:
+            recorder.close()  # a recording not finished is dropped
         client.close()
         rclpy.shutdown()
     names = sorted(preds["a_obs"])

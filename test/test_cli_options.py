@@ -31,7 +31,7 @@ SPEC = {
     ("launch",): {"--domain-id", "--params-file"},
     ("tour",): {"--out", "--scene", "--x", "--y", "--yaw", "--library"},
     ("observe",): {"--label", "--out", "--episode-id", "--clip-frames", "--policy", "--target-description",
-                   "--domain-id", "--max-actions", "--timeout"},
+                   "--domain-id", "--max-actions", "--timeout", "--record", "--record-no-depth", "--record-max-mb"},
     ("eval",): {"--split", "--episodes", "--ids", "--seed", "--recognizers", "--policy", "--backend", "--humans",
                 "--family", "--max-actions", "--max-planner-calls", "--data", "--out", "--workers", "--ray",
                 "--retry-failed", "--allow-dataset-mismatch", "--passive-cache", "--no-report"},
