@@ -3,17 +3,23 @@ bench graph on the small dataset, read back with an independent MCAP reader (``t
 the mcap package decoding from the file's own schemas; nothing of the project or of rosbags). Every
 expected topic is there, ``/map`` once, every camera frame can be placed in ``map`` through the recorded
 TF alone, the people have markers; a recording without depth has no depth topic and one with a small
-size budget stays within it; a killed evaluator leaves no recording under its final name."""
+size budget stays within it; a killed evaluator leaves no recording under its final name. A robot session
+(``affectsim observe --record`` against the independent stand-in robot, ``test/standin_robot.py``) is
+recorded the same way, without ground truth."""
 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from affectsim_core.ros.env import loopback_env, pick_domain_id
 from affectsim_core.ros.topics import TOPICS
 from affectsim_eval.episode.recording import CLIP_TOPIC, MARKERS_TOPIC, PREDICTIONS_TOPIC
 from affectsim_eval.episode.recording_viz import DETECTIONS_NS, GROUND_TRUTH_NS, PATH_NS
@@ -26,7 +32,8 @@ ARGS = {"episodes": "0", "episode_ids": EPISODE, "recognizers": "majority", "rec
         "allow_dataset_mismatch": "true"}  # the small test dataset is not the one the checkpoints were trained on
 SMALL_MB = 5  # record_max_mb of the run with a small budget: about 5 RGB frames
 SENSOR = ("rgb", "rgb_info", "depth", "depth_info", "scan", "odom", "tf", "tf_static", "map", "person_detections")
-LAYOUT = Path(__file__).resolve().parents[1] / "config" / "foxglove_layout.json"
+HERE = Path(__file__).resolve().parent
+LAYOUT = HERE.parent / "config" / "foxglove_layout.json"
 
 
 def _wait(predicate, timeout: float, what: str, poll_s: float = 0.1):
@@ -157,3 +164,39 @@ def test_the_foxglove_layout_shows_recorded_topics(full):
     text = json.dumps(panels)
     for topic in (TOPICS["rgb"], TOPICS["depth"], MARKERS_TOPIC, PREDICTIONS_TOPIC):
         assert topic in text and topic in full.messages, topic
+
+
+def test_a_robot_session_is_recorded_without_ground_truth(tmp_path):
+    """``affectsim observe --record`` on the robot graph (nav, perception) driving the stand-in robot."""
+    domain = pick_domain_id()
+    env = loopback_env(domain, robot=True)
+    ready = tmp_path / "standin.ready"
+    with open(tmp_path / "standin.out", "w") as out:
+        standin = subprocess.Popen([sys.executable, str(HERE / "standin_robot.py"), "--ready-file", str(ready)],
+                                   env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            _wait(lambda: ready.exists() or standin.poll() is not None, 60, "the stand-in ready")
+            assert standin.poll() is None, (tmp_path / "standin.out").read_text()
+            with GraphProcesses("robot", args={"recognizers": "majority"}, domain_id=domain,
+                                log_dir=tmp_path / "logs", extra_params={"nav": {"odom_timeout": 1.0}}):
+                obs = subprocess.run([sys.executable, "-m", "affectsim_ros.cli", "observe", "--episode-id", "standin",
+                                      "--clip-frames", "8", "--max-actions", "60", "--record", str(tmp_path / "rec"),
+                                      "--domain-id", str(domain)], env=env, capture_output=True, text=True,
+                                     timeout=300)
+        finally:
+            standin.send_signal(signal.SIGINT)
+            standin.wait(10)
+    assert obs.returncode == 0, obs.stdout + obs.stderr
+    rec = read(tmp_path / "rec" / "standin")
+    for key in (*SENSOR, "cmd_vel"):
+        assert rec.count(TOPICS[key]) >= 1, (key, {t: rec.count(t) for t in rec.messages})
+    assert rec.count(TOPICS["map"]) == 1
+    tf = Tf(rec)
+    for topic in (TOPICS["rgb"], TOPICS["depth"]):  # the stand-in's odometry (50 Hz) is not in step with its camera
+        for img in rec.of(topic):
+            pose = tf.in_map(img.header.frame_id, img.header.stamp, tolerance_s=0.05)
+            assert abs(pose[2, 3] - 1.1) < 0.05, pose[:3, 3]  # the stand-in's camera: 1.1 m above the floor
+    namespaces = {m.ns for arr in rec.of(MARKERS_TOPIC) for m in arr.markers}
+    assert PATH_NS in namespaces and GROUND_TRUTH_NS not in namespaces
+    if "the P-Init clip: no handoff" not in obs.stdout:
+        assert rec.count(CLIP_TOPIC) == 8 and [p.recognizer for p in rec.of(PREDICTIONS_TOPIC)] == ["majority"]
