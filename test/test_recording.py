@@ -200,3 +200,32 @@ def test_a_robot_session_is_recorded_without_ground_truth(tmp_path):
     assert PATH_NS in namespaces and GROUND_TRUTH_NS not in namespaces
     if "the P-Init clip: no handoff" not in obs.stdout:
         assert rec.count(CLIP_TOPIC) == 8 and [p.recognizer for p in rec.of(PREDICTIONS_TOPIC)] == ["majority"]
+
+
+def test_the_path_budget_and_stamps_are_computed_without_ros():
+    from rclpy.serialization import serialize_message
+    from builtin_interfaces.msg import Time
+    from std_msgs.msg import Header
+
+    from affectsim_core.errors import InvalidInput
+    from affectsim_eval.episode.recording_options import SizeBudget
+    from affectsim_eval.episode.recording_viz import PATH_PERIOD_S, PATH_STEP_M, PathTrace, header_stamp_ns, \
+        people_markers
+
+    path = PathTrace()
+    assert path.add(0.0, 0.0) and not path.add(PATH_STEP_M / 2, 0.0) and path.add(PATH_STEP_M, 0.0)
+    assert not path.add(float("nan"), 0.0)
+    assert path.due(10.0) and not path.due(10.0 + PATH_PERIOD_S)  # nothing new since
+    path.add(1.0, 0.0)
+    assert not path.due(10.0 + PATH_PERIOD_S / 2) and path.due(10.0 + PATH_PERIOD_S)
+    assert [p[0] for p in path.marker().points] == [0.0, PATH_STEP_M, 1.0]
+    budget = SizeBudget(1.0)
+    assert budget.admit(900_000, large=True) and not budget.admit(200_000, large=True)
+    assert budget.admit(200_000, large=False) and budget.dropped == 1  # small topics go on beyond the budget
+    with pytest.raises(InvalidInput, match="record_max_mb=0"):
+        SizeBudget(0)
+    raw = serialize_message(Header(stamp=Time(sec=12, nanosec=345), frame_id="map"))
+    assert header_stamp_ns(raw) == 12_000_000_345 and header_stamp_ns(raw[:8]) is None
+    truth = people_markers(GROUND_TRUTH_NS, [(1.0, 2.0, 0.5), (float("nan"), 0.0, 0.0)])
+    assert [(m.kind, m.x, m.y) for m in truth] == [("cylinder", 1.0, 2.0)]
+    assert people_markers(DETECTIONS_NS, [(1.0, 2.0, 0.0)])[0].kind == "sphere"
