@@ -93,6 +93,8 @@ def test_the_shipped_nav2_parameters_match_the_robot():
     (["--timeout", "1e300"], "--timeout=1e+300 is invalid"),  # OverflowError
     (["--policy", "nope"], "--policy='nope' is invalid"),  # a RuntimeError traceback from the nav node
     (["--target-description", "x" * 300], "--target-description='300 characters' is invalid"),
+    (["--record", "rec", "--record-max-mb", "nan"], "--record-max-mb=nan is invalid"),
+    (["--record-no-depth"], "--record=None is invalid; expected a directory"),
 ])
 def test_observe_refuses_bad_options_in_one_line_before_touching_the_graph(args, message):
     import subprocess
