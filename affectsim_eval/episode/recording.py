@@ -263,8 +263,7 @@ class EpisodeRecorder:
         conns = {k: writer.add_connection(NAMES[k], RECORDED[k].type, typestore=self.store)
                  for k in recorded_keys(self.options)}
         conns.update({t: writer.add_connection(t, typ, typestore=self.store) for t, typ in WRITTEN.items()})
-        with self._lock:
-            self._tf.clear()
+        with self._lock:  # (the TF buffer forgets the last world's transforms itself: its clock went back)
             self._writer, self._conns, self._episode, self._tmp = writer, conns, episode_id, tmp
             self._path, self._budget, self._last_ns = PathTrace(), SizeBudget(self.options.max_mb), 0
             preroll, self._preroll = self._preroll, []
@@ -288,14 +287,12 @@ class EpisodeRecorder:
             for p in predictions:
                 self._write(PREDICTIONS_TOPIC, serialize_message(p), round(t * _NS), False)
 
-    @property
-    def recording(self) -> bool:
-        return self._writer is not None
-
     def finish(self) -> Path:
         """Write the latched messages and the whole path, close the bag and move it into place; its path."""
         with self._lock:
             writer = self._writer
+            if writer is None:
+                raise RuntimeError("no recording under way: start() one first")
             for key, msgs in self._latched.items():
                 if key in self._conns:
                     for raw in msgs.values():
