@@ -398,7 +398,7 @@ def test_an_evolving_episode_is_observed_as_window_streams_in_process_and_throug
         run_eval(tmp_path / "offline", EvalConfig(ids=(ep.episode_id,), recognizers=recs), workers=1, data=data,
                  log=lambda m: None, allow_dataset_mismatch=True)
         with GraphProcesses("bench", args={"episodes": "0", "episode_ids": ep.episode_id, "recognizers": ",".join(recs),
-                                           "output_dir": str(tmp_path / "ros"), **SMALL},
+                                           "output_dir": str(tmp_path / "ros"), "record": "true", **SMALL},
                             extra_params={"bridge": {"motion_library": str(data / "motions")},
                                           "evaluator": {"data_dir": str(data)}}, log_dir=tmp_path / "logs") as g:
             code = _exit_code(g, timeout=600, poll_s=0.5)
@@ -426,3 +426,10 @@ def test_an_evolving_episode_is_observed_as_window_streams_in_process_and_throug
     scores = compute_all([record], ["affect_segments", "affect_transitions", "affect_vad"])
     assert scores["affect_segments"]["majority"]["p_init"]["count_accuracy"] == 0  # one label: no change found
     assert scores["affect_vad"]["vlm-openai"]["a_obs"]["windows"] == len(st.times)
+    # the recording holds every recognizer's scores for the A-Obs clip and for every window of its stream
+    from mcap_check import read
+
+    preds = read(tmp_path / "ros" / "recordings" / ep.episode_id).messages["/affectsim/recording/predictions"]
+    assert len(preds) == len(recs) * (1 + len(st.labels["majority"]["a_obs"])), len(preds)
+    window_times = sorted({t for t, _ in preds})[:-1] if len(preds) else []
+    assert {p.recognizer for _, p in preds} == set(recs) and len(window_times) >= len(st.times) - 1
