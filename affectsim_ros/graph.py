@@ -75,6 +75,7 @@ GRAPHS: dict[str, tuple[NodeSpec, ...]] = {
     "robot": ROBOT,  # nav and perception on a robot's own topics: no simulator, no ground truth
 }
 SIM_ODOM_TIMEOUT_S = 2.0  # s: the nav node's odometry watchdog under the free-running simulator (a robot: 0.3 s)
+DETECTIONS = ("auto", "on", "off")
 GRAPH_DEFAULTS: dict[str, dict[str, str]] = {"robot": {"execution": "cmd_vel"}}  # under the user's arguments
 REMAPPABLE = ("rgb", "rgb_info", "depth", "depth_info", "scan", "odom", "cmd_vel", "map")  # a robot's own names
 
@@ -131,6 +132,10 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    node="evaluator"),
     LaunchArgument("record", "false", "evaluator: MCAP recording of every A-Obs episode (output_dir/recordings)",
                    choices=("true", "false"), node="evaluator", param_type=lambda v: v == "true"),
+    LaunchArgument("detections", "auto", "perception: person detections on the camera stream "
+                   f"({TOPICS['person_detections']}): on (detect_rate_hz of the params file), off, or auto: off in "
+                   "the bench graph unless record:=true (nothing else in a run reads them: the policy detects for "
+                   "itself), on in the stack and robot graphs", choices=DETECTIONS, node="perception"),
     LaunchArgument("passive_cache", "off", "evaluator: directory where the passive settings are looked up and kept "
                    "('' = data_dir's cache/passive, 'off' = none)", node="evaluator"),
     LaunchArgument("execution", "lockstep", "nav: how primitive actions move the robot: lockstep "
@@ -190,9 +195,12 @@ def validate_launch_args(values: dict[str, str], graph: str = "bench") -> dict[s
             raise InvalidInput(f"launch argument {name}", value, f"one of {', '.join(choices)}")
         if arg.check is not None and not arg.check(value):
             raise InvalidInput(f"launch argument {name}", value, arg.expected)
-        if arg.remap is None:
+        if arg.remap is None and name != "detections":
             for node in (arg.node, *arg.also):
                 overrides.setdefault(node, {})[name] = arg.param_type(value)
+    detections = values.get("detections", "auto")
+    if detections == "off" or (detections == "auto" and graph == "bench" and values.get("record", "false") != "true"):
+        overrides.setdefault("perception", {})["detect_rate_hz"] = 0.0
     return overrides
 
 
