@@ -7,7 +7,10 @@ For an episode and an :class:`~affectsim_eval.episode.worlds.EvalWorld` (in-proc
    monitor), at the 8 sampled instants of a clip of twice the motion's duration;
 2. the world instantiates the episode and renders those views;
 3. the world is reset to the episode start and runs the active observation (A-Obs); without a
-   stable handoff A-Obs falls back to the paired P-Init clip;
+   stable handoff A-Obs falls back to the paired P-Init clip. Where the acquisition leaves the
+   geometry backend alone (the ROS graph: the nodes acquire) step 1 runs in a second thread during
+   step 3 and step 2 follows it, on the spare core of a lockstep acquisition; the record is the same
+   (every step starts from a loaded episode);
 4. every setting's clip goes to every recognizer (the same frames for all);
 5. the paired :class:`~affectsim_core.record.EpisodeRecord`: predictions, the A-Obs summary, the
    reference observer's choice, the visible-body fractions and d*(r), floats rounded so that
@@ -24,11 +27,14 @@ to the robot's acquisition, and the record gains the social measures
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import numpy as np
 
+from affectsim_bridge.views import View
 from affectsim_bridge.world.navigable import NavigableSpace
 from affectsim_bridge.world.scene import Scene
 from affectsim_core.clips import clip_times, sample_indices
@@ -39,6 +45,7 @@ from affectsim_core.timing import NULL, StageTimes
 from affectsim_eval.scoring.metrics import d_star
 from affectsim_eval.episode.passive import passive_views, placements, visible_fraction
 from affectsim_eval.episode.passive_cache import PassiveCache, PassiveResult
+from affectsim_eval.episode.reference import ReferencePlan
 from affectsim_eval.episode.social import replay_reactions, social_summary
 from affectsim_eval.episode.streams import is_evolving, stream_times, streams_record
 from affectsim_eval.episode.worlds import Acquisition, EvalWorld
@@ -72,14 +79,31 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
     streamed = is_evolving(target)
     st = stream_times(target) if streamed else None
     key = cache.key(ep, humans, scene.source) if cache is not None else ""
-    with times("passive"):
+    passive = cache.get(key) if cache is not None else None
+
+    def plan() -> tuple[dict[str, list[View]], ReferencePlan | None] | None:
         g.load(scene, ep.start, tuple(people), humans_mode=humans, reaction_seed=ep.seed)
-        passive = cache.get(key) if cache is not None else None
-        if passive is None:
-            choice, seen, clips, stream = _render_passive(ep, world, scene, people, humans, full, idx, st)
-    world.load(ep, scene, people, humans)  # time and pose back to the episode start for A-Obs
-    acq = world.acquire(ep, len(full), max_actions, max_planner_calls,
-                        stream_until=float(st[-1] + STEP_SECONDS / 2) if streamed else None)
+        return None if passive is not None else passive_views(ep, g, scene, full, idx)
+
+    def dstar() -> dict[str, float | None]:
+        with times("d_star"):
+            return episode_d_star(ep, g.navigable)
+
+    overlap = passive is None and world.plans_during_acquisition
+    if not overlap:
+        with times("passive"):
+            planned = plan()
+            if planned is not None:
+                choice, seen, clips, stream = _render_passive(ep, world, scene, people, humans, full, idx, st, planned)
+    with ThreadPoolExecutor(1) if overlap else nullcontext() as pool:
+        planning = pool.submit(lambda: (plan(), dstar())) if overlap else None  # on the idle geometry copy
+        world.load(ep, scene, people, humans)  # time and pose at the episode start for A-Obs
+        acq = world.acquire(ep, len(full), max_actions, max_planner_calls,
+                            stream_until=float(st[-1] + STEP_SECONDS / 2) if streamed else None)
+    if overlap:
+        planned, planned_d_star = planning.result()
+        with times("passive"):
+            choice, seen, clips, stream = _render_passive(ep, world, scene, people, humans, full, idx, st, planned)
     social = None
     if humans == "reactive":
         replay_reactions(g, scene, ep.start, people, ep.seed, acq.trajectory)
@@ -101,8 +125,7 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
                         if enough else {n: [] for n in names}}
             streams = streams_record(target, st, windowed, world.vad_recognizers())
     if passive is None:
-        with times("d_star"):
-            passive = PassiveResult(choice, seen, predicted, windows, p_init, episode_d_star(ep, g.navigable))
+        passive = PassiveResult(choice, seen, predicted, windows, p_init, planned_d_star if overlap else dstar())
         if cache is not None:
             cache.put(key, passive)
     visible = {**passive.visible, "a_obs": passive.visible["p_init"] if fallback
@@ -113,12 +136,14 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
 
 
 def _render_passive(ep: Episode, world: EvalWorld, scene: Scene, people, humans: str, full: np.ndarray,
-                    idx: np.ndarray, st: np.ndarray | None):
-    """Plan the passive settings on the geometry backend (loaded with the episode) and render them:
-    the reference observer's choice, the visible-body fractions, the clips and, for an evolving
-    episode, the passive streams' frames (over the stream times ``st``)."""
+                    idx: np.ndarray, st: np.ndarray | None,
+                    planned: tuple[dict[str, list[View]], ReferencePlan | None]):
+    """Render the passive settings planned by :func:`passive_views` (``planned``: the views and the
+    reference observer's plan) on the geometry backend (loaded with the episode) and measure them: the
+    reference observer's choice, the visible-body fractions, the clips and, for an evolving episode,
+    the passive streams' frames (over the stream times ``st``)."""
     g = world.geometry
-    views, plan = passive_views(ep, g, scene, full, idx)
+    views, plan = planned
     world.load(ep, scene, people, humans)
     rendered = {s: world.render(views[s]) for s in PASSIVE_SETTINGS}
     lens = {s: views[s][0].intrinsics(g.head_intrinsics) for s in PASSIVE_SETTINGS}  # P-Mon: the monitor's

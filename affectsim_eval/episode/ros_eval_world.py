@@ -71,6 +71,7 @@ class RosEvalWorld:
         self.timeout = timeout
         self._ids = calls.request_ids()
         self.geometry = BACKENDS.create(backend)  # privileged copy of the world: views, visibility (never rendered)
+        self.plans_during_acquisition = True  # the nodes acquire; the copy is idle meanwhile
         self.recorder = None
         if record_dir is not None:
             from affectsim_eval.episode.recording import EpisodeRecorder  # rosbags: only when recording

@@ -54,6 +54,9 @@ class EvalWorld(Protocol):
     with the same episode by the orchestrator (never rendered through this interface)."""
 
     geometry: SimulatorBackend
+    #: whether the acquisition leaves ``geometry`` alone, so the orchestrator may plan the passive
+    #: settings on it in a second thread while the world acquires (True through the ROS graph)
+    plans_during_acquisition: bool
 
     def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement], humans: str = "scripted") -> None:
         """Instantiate the episode: scene, people at sim time 0 (``humans``: scripted or reactive, with
@@ -132,6 +135,7 @@ class InProcessEvalWorld:
     def __init__(self, backend: SimulatorBackend, policy: Policy, recognizers: Mapping[str, Recognizer],
                  times: StageTimes = NULL) -> None:
         self.geometry = self.backend = backend
+        self.plans_during_acquisition = False  # the acquisition moves the one backend
         self.policy, self.recognizers, self.times = policy, recognizers, times
 
     def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement], humans: str = "scripted") -> None:
