@@ -78,8 +78,7 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
         if passive is None:
             choice, seen, clips, stream = _render_passive(ep, world, scene, people, humans, full, idx, st)
     world.load(ep, scene, people, humans)  # time and pose back to the episode start for A-Obs
-    acq = world.acquire(ep, len(full), max_actions, max_planner_calls,
-                        stream_until=float(st[-1] + STEP_SECONDS / 2) if streamed else None)
+    acq = world.acquire(ep, len(full), max_actions, max_planner_calls, stream_until=stream_until(st))
     social = None
     if humans == "reactive":
         replay_reactions(g, scene, ep.start, people, ep.seed, acq.trajectory)
@@ -110,6 +109,12 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
     record = episode_record(ep, preds, acq, fallback, passive.plan, {s: visible[s] for s in SETTINGS},
                             passive.d_star, social, streams)
     return EvaluatedEpisode(record, frames)
+
+
+def stream_until(st: np.ndarray | None) -> float | None:
+    """Until when (sim s) the A-Obs stream of an evolving episode with stream times ``st`` is kept; None
+    for another episode (no stream)."""
+    return None if st is None else float(st[-1] + STEP_SECONDS / 2)
 
 
 def _render_passive(ep: Episode, world: EvalWorld, scene: Scene, people, humans: str, full: np.ndarray,
