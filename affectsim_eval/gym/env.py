@@ -340,9 +340,13 @@ class ActiveObservationEnv(gym.Env):
             self.world.backend = None
 
 
-def make_vector_env(num_envs: int, **kwargs) -> gym.vector.AsyncVectorEnv:
-    """``num_envs`` environments in worker processes (spawned: each owns its renderer), same arguments."""
+def make_vector_env(num_envs: int, autoreset_mode: str = "NextStep", **kwargs) -> gym.vector.AsyncVectorEnv:
+    """``num_envs`` environments with the same arguments in worker processes (spawned: each owns its
+    renderer); ``autoreset_mode``: Gymnasium's (``NextStep``, ``SameStep`` or ``Disabled``)."""
     if not (isinstance(num_envs, int) and num_envs >= 1):
         raise InvalidInput("num_envs", num_envs, "a positive integer")
+    modes = [m.value for m in gym.vector.AutoresetMode]
+    if autoreset_mode not in modes:
+        raise InvalidInput("autoreset_mode", autoreset_mode, f"one of {', '.join(modes)}")
     return gym.vector.AsyncVectorEnv([partial(ActiveObservationEnv, **kwargs) for _ in range(num_envs)],
-                                     context="spawn")
+                                     context="spawn", autoreset_mode=gym.vector.AutoresetMode(autoreset_mode))
