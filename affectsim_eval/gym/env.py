@@ -229,8 +229,9 @@ class ActiveObservationEnv(gym.Env):
         if "episode_id" in options:
             by_id = {e.episode_id: e for e in self.episodes}
             if options["episode_id"] not in by_id:
+                families = self.family or "the paper's families"
                 raise InvalidInput("options.episode_id", options["episode_id"],
-                                   f"an episode id of the environment's episodes ({self.split}, {self.family or 'paper families'})")
+                                   f"an episode id of the environment's episodes ({self.split}, {families})")
             ep = by_id[options["episode_id"]]
         elif seed is not None:
             ep = self.episodes[seed % len(self.episodes)]
@@ -243,11 +244,11 @@ class ActiveObservationEnv(gym.Env):
         self._stream_until = stream_until(st)
         self.n_clip = len(clip_times(self._target.motion.duration))
         self.world.load(ep, self.data.scene(ep.scene_id), self._people, self.humans)
-        self.info = episode_info(ep, self.world.backend.navigable)
-        self._map = map_observation(self.info)
+        self.episode_info = episode_info(ep, self.world.backend.navigable)
+        self._map = map_observation(self.episode_info)
         self.commanded.pending = None
-        self.active = ActiveEpisode(SimulatedRobot(self.world.backend), self.info, self.commanded, self.max_actions,
-                                    self.max_planner_calls, stream_until=self._stream_until)
+        self.active = ActiveEpisode(SimulatedRobot(self.world.backend), self.episode_info, self.commanded,
+                                    self.max_actions, self.max_planner_calls, stream_until=self._stream_until)
         self.active.fix_clip(self.n_clip)
         for r in self.rewards.values():
             r.reset(self)
@@ -304,7 +305,7 @@ class ActiveObservationEnv(gym.Env):
                 "detection": detection_features(self.detector, obs), "status": status}
 
     def _info(self) -> dict[str, Any]:
-        return {"target_description": self.info.target_description or ""}
+        return {"target_description": self.episode_info.target_description or ""}
 
     def _final_info(self, outcome: Outcome) -> dict[str, Any]:
         """What the last step's info adds, the episode being over: id, label, outcome, the A-Obs prediction."""
