@@ -75,6 +75,7 @@ def save_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".npz")
     with os.fdopen(fd, "wb") as f:
         f.write(buf.getvalue())
+    os.chmod(tmp, 0o644)  # mkstemp makes it private; the weights are shipped
     os.replace(tmp, path)
 
 
