@@ -5,7 +5,9 @@ worker-process vector environments, every registered reward, and one-line errors
 
 from __future__ import annotations
 
+import importlib.util
 import math
+from pathlib import Path
 
 import gymnasium
 import numpy as np
@@ -24,8 +26,9 @@ from affectsim_eval.gym.rewards import REWARDS
 from affectsim_eval.gym.spaces import HANDOFF
 from affectsim_eval.run.config import EvalConfig
 from affectsim_eval.run.runner import DETECTOR, EpisodeWorker
-from affectsim_nav.policy import create_policy
+from affectsim_nav.policy import POLICIES, create_policy
 
+ROOT = Path(__file__).resolve().parents[1]
 RECOGNIZER = "pose-temporal"
 TURNS = [Action.TURN_LEFT, Action.FORWARD, Action.TURN_RIGHT, Action.FORWARD, Action.STOP] * 2
 
@@ -169,3 +172,30 @@ def test_bad_actions_and_episode_ids_are_refused(env):
         env.step(7)
     with pytest.raises(InvalidInput, match="options.episode_id='nope'"):
         env.reset(options={"episode_id": "nope"})
+
+
+def test_the_trained_example_policy_acts_on_what_the_environment_shows(env):
+    """examples/ppo_policy.py (the policy `affectsim eval --policy ppo` loads) computes from each Observation the
+    features train_ppo.py built from the environment's observation: driving the environment, it takes the
+    network's greedy action on the environment's own observation at every step."""
+    spec = importlib.util.spec_from_file_location("ppo_policy_example", ROOT / "examples" / "ppo_policy.py")
+    module = importlib.util.module_from_spec(spec)
+    u = env.unwrapped
+    try:
+        spec.loader.exec_module(module)  # registers "ppo"
+        policy = create_policy("ppo", lambda: DETECTORS.create(DETECTOR))
+        u.drive(policy)
+        obs, _ = u.reset(seed=0)
+        last, handed = int(Action.STOP), False
+        for _ in range(6):
+            want = int(np.argmax(module.logits(policy.w, module.features(obs["detection"], handed, last))))
+            obs, _, term, trunc, _ = u.step_policy()
+            assert u.active.log.actions[-1] == (int(Action.STOP) if want == HANDOFF else want)
+            handed, last = handed or want == HANDOFF, want
+            assert (u.active.log.handoff_step is not None) == handed
+            if term or trunc:
+                break
+        policy.close()
+    finally:
+        u.drive(None)
+        POLICIES._entries.pop("ppo", None)
