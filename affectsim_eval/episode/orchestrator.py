@@ -98,8 +98,7 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
     with ThreadPoolExecutor(1) if overlap else nullcontext() as pool:
         planning = pool.submit(lambda: (plan(), dstar())) if overlap else None  # on the idle geometry copy
         world.load(ep, scene, people, humans)  # time and pose at the episode start for A-Obs
-        acq = world.acquire(ep, len(full), max_actions, max_planner_calls,
-                            stream_until=float(st[-1] + STEP_SECONDS / 2) if streamed else None)
+        acq = world.acquire(ep, len(full), max_actions, max_planner_calls, stream_until=stream_until(st))
     if overlap:
         planned, planned_d_star = planning.result()
         with times("passive"):
@@ -133,6 +132,12 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
     record = episode_record(ep, preds, acq, fallback, passive.plan, {s: visible[s] for s in SETTINGS},
                             passive.d_star, social, streams)
     return EvaluatedEpisode(record, frames)
+
+
+def stream_until(st: np.ndarray | None) -> float | None:
+    """Until when (sim s) the A-Obs stream of an evolving episode with stream times ``st`` is kept; None
+    for another episode (no stream)."""
+    return None if st is None else float(st[-1] + STEP_SECONDS / 2)
 
 
 def _render_passive(ep: Episode, world: EvalWorld, scene: Scene, people, humans: str, full: np.ndarray,
