@@ -4,13 +4,13 @@ For an episode and an :class:`~affectsim_eval.episode.worlds.EvalWorld` (in-proc
 
 1. the privileged ``geometry`` backend is loaded with the episode and the passive settings' views
    are planned on it (P-Init: camera fixed at x0; P-Ref: the reference observer; P-Mon: the room's
-   monitor), at the 8 sampled instants of a clip of twice the motion's duration;
-2. the world instantiates the episode and renders those views;
-3. the world is reset to the episode start and runs the active observation (A-Obs); without a
+   monitor), at the 8 sampled instants of a clip of twice the motion's duration, with d*(r);
+2. the world is loaded at the episode start and runs the active observation (A-Obs); without a
    stable handoff A-Obs falls back to the paired P-Init clip. Where the acquisition leaves the
    geometry backend alone (the ROS graph: the nodes acquire) step 1 runs in a second thread during
-   step 3 and step 2 follows it, on the spare core of a lockstep acquisition; the record is the same
-   (every step starts from a loaded episode);
+   step 2, on the spare core of a lockstep acquisition;
+3. the world instantiates the episode again and renders the planned views (every step starts from
+   a loaded episode, so the record does not depend on their order);
 4. every setting's clip goes to every recognizer (the same frames for all);
 5. the paired :class:`~affectsim_core.record.EpisodeRecord`: predictions, the A-Obs summary, the
    reference observer's choice, the visible-body fractions and d*(r), floats rounded so that
@@ -28,7 +28,6 @@ to the robot's acquisition, and the record gains the social measures
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -82,27 +81,28 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
     passive = cache.get(key) if cache is not None else None
 
     def plan() -> tuple[dict[str, list[View]], ReferencePlan | None] | None:
+        """On the geometry copy: load the episode and, unless cached, plan the passive settings."""
         g.load(scene, ep.start, tuple(people), humans_mode=humans, reaction_seed=ep.seed)
-        return None if passive is not None else passive_views(ep, g, scene, full, idx)
+        return passive_views(ep, g, scene, full, idx) if passive is None else None
 
     def dstar() -> dict[str, float | None]:
         with times("d_star"):
             return episode_d_star(ep, g.navigable)
 
-    overlap = passive is None and world.plans_during_acquisition
-    if not overlap:
-        with times("passive"):
-            planned = plan()
-            if planned is not None:
-                choice, seen, clips, stream = _render_passive(ep, world, scene, people, humans, full, idx, st, planned)
-    with ThreadPoolExecutor(1) if overlap else nullcontext() as pool:
-        planning = pool.submit(lambda: (plan(), dstar())) if overlap else None  # on the idle geometry copy
+    with ThreadPoolExecutor(1) as pool:
+        # through the ROS graph the nodes acquire and the copy is idle: it plans meanwhile (spare core)
+        planning = pool.submit(lambda: (plan(), dstar())) if passive is None and world.plans_during_acquisition \
+            else None
+        if planning is None:
+            with times("passive"):
+                views = plan()
+            planned = (views, dstar() if passive is None else None)
         world.load(ep, scene, people, humans)  # time and pose at the episode start for A-Obs
         acq = world.acquire(ep, len(full), max_actions, max_planner_calls, stream_until=stream_until(st))
-    if overlap:
-        planned, planned_d_star = planning.result()
+        planned = planning.result() if planning is not None else planned
+    if passive is None:
         with times("passive"):
-            choice, seen, clips, stream = _render_passive(ep, world, scene, people, humans, full, idx, st, planned)
+            choice, seen, clips, stream = _render_passive(ep, world, scene, people, humans, full, idx, st, planned[0])
     social = None
     if humans == "reactive":
         replay_reactions(g, scene, ep.start, people, ep.seed, acq.trajectory)
@@ -124,7 +124,7 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
                         if enough else {n: [] for n in names}}
             streams = streams_record(target, st, windowed, world.vad_recognizers())
     if passive is None:
-        passive = PassiveResult(choice, seen, predicted, windows, p_init, planned_d_star if overlap else dstar())
+        passive = PassiveResult(choice, seen, predicted, windows, p_init, planned[1])
         if cache is not None:
             cache.put(key, passive)
     visible = {**passive.visible, "a_obs": passive.visible["p_init"] if fallback
