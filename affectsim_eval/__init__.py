@@ -17,6 +17,8 @@ modules, which are the top.
 4     :mod:`~affectsim_eval.run`                    a benchmark run: configuration, the one episode loop,
                                                     in-process workers and Ray shards, results store,
                                                     the report
+5     :mod:`~affectsim_eval.gym`                    the Gymnasium environment over the in-process world
+                                                    (``affectsim/ActiveObservation-v0``), its rewards
 root  :mod:`~affectsim_eval.evaluator_node`         the evaluator node (the run through the ROS graph)
 ====  ============================================  ====================================================
 
@@ -26,5 +28,6 @@ the orchestrator of ``episode/`` scores each episode with ``scoring/`` (``d_star
 then below ``episode/`` and ``run/`` above both. The evaluator node stays at the root like every
 package's node (``affectsim_bridge.bridge_node``, ``affectsim_nav.nav_node``): it imports ``run/``
 (loop, report) and ``episode/`` (the ROS world). ``training/`` and ``run/`` import nothing of each
-other, so they share level 4.
+other, so they share level 4. ``gym/`` builds on a run's data and the episode's world, so it is above
+``run/``.
 """

@@ -118,45 +118,61 @@ class ActiveEpisode:
         if until == "clip":
             self._clip_length(n_clip)
         while self.outcome is None:
-            if cancelled():
-                return self._end(Outcome.CANCELLED, "goal cancelled")
-            if until == "clip" and self.log.handoff_step is not None and len(self.times) >= n_clip:
-                return self._end(Outcome.HANDOFF)
-            try:
-                with self.timer("policy"):
-                    decision = self.policy.act(self.obs)
-                if not isinstance(decision, Decision):
-                    raise TypeError(f"act() returned {decision!r}; expected a Decision")
-            except BudgetExhausted as exc:
-                return self._end(Outcome.BUDGET_EXHAUSTED, str(exc))
-            except Exception as exc:  # noqa: BLE001
-                return self._end(Outcome.POLICY_ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
-            self.last = decision
-            if decision.handoff and self.log.handoff_step is None:
-                self.ex.mark_handoff()
-                if isinstance(self.robot, ClipStream):
-                    self.robot.start_clip(self.obs.stamp)
-                self.path = None
-                if self.moving:
-                    self.mover.cancel()
-                    self.moving = False
-            if self.log.handoff_step is not None:
-                self._collect()
-                if until == "clip" and len(self.times) >= n_clip:
-                    self.stages.append(decision.stage)
-                    return self._end(Outcome.HANDOFF)
-            self.stages.append(decision.stage)
-            try:
-                self._execute(decision)
-            except BudgetExhausted as exc:
-                return self._end(Outcome.BUDGET_EXHAUSTED, str(exc))
-            if on_step is not None:
-                on_step(self)
-            if until == "sighting" and decision.sighting is not None:
-                return "reached"
-            if until == "handoff" and decision.handoff:
-                return "reached"
+            reached = self.step(until, n_clip, cancelled, on_step)
+            if reached is not None:
+                return reached
         return self.outcome
+
+    def step(self, until: str = "clip", n_clip: int = 0, cancelled: Callable[[], bool] = lambda: False,
+             on_step: Callable[["ActiveEpisode"], None] | None = None) -> str | None:
+        """One step of :meth:`run` (the policy decides once, the decision is executed): "reached" when
+        ``until`` is reached, the outcome when the episode ends, else None. With ``until="clip"`` the
+        clip's length must have been fixed (by :meth:`run`, or :meth:`fix_clip`)."""
+        if self.outcome is not None:
+            return self.outcome
+        if cancelled():
+            return self._end(Outcome.CANCELLED, "goal cancelled")
+        if until == "clip" and self.log.handoff_step is not None and len(self.times) >= n_clip:
+            return self._end(Outcome.HANDOFF)
+        try:
+            with self.timer("policy"):
+                decision = self.policy.act(self.obs)
+            if not isinstance(decision, Decision):
+                raise TypeError(f"act() returned {decision!r}; expected a Decision")
+        except BudgetExhausted as exc:
+            return self._end(Outcome.BUDGET_EXHAUSTED, str(exc))
+        except Exception as exc:  # noqa: BLE001
+            return self._end(Outcome.POLICY_ERROR, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
+        self.last = decision
+        if decision.handoff and self.log.handoff_step is None:
+            self.ex.mark_handoff()
+            if isinstance(self.robot, ClipStream):
+                self.robot.start_clip(self.obs.stamp)
+            self.path = None
+            if self.moving:
+                self.mover.cancel()
+                self.moving = False
+        if self.log.handoff_step is not None:
+            self._collect()
+            if until == "clip" and len(self.times) >= n_clip:
+                self.stages.append(decision.stage)
+                return self._end(Outcome.HANDOFF)
+        self.stages.append(decision.stage)
+        try:
+            self._execute(decision)
+        except BudgetExhausted as exc:
+            return self._end(Outcome.BUDGET_EXHAUSTED, str(exc))
+        if on_step is not None:
+            on_step(self)
+        if until == "sighting" and decision.sighting is not None:
+            return "reached"
+        if until == "handoff" and decision.handoff:
+            return "reached"
+        return None
+
+    def fix_clip(self, n_clip: int) -> None:
+        """Fix the clip's length before stepping with :meth:`step` (``run`` does it itself)."""
+        self._clip_length(n_clip)
 
     def _clip_length(self, n_clip: int) -> None:
         """Fix the clip's length: from now on only its :data:`CLIP_FRAMES` sampled frames are kept."""

@@ -76,6 +76,7 @@ GRAPHS: dict[str, tuple[NodeSpec, ...]] = {
     "robot": ROBOT,  # nav and perception on a robot's own topics: no simulator, no ground truth
 }
 SIM_ODOM_TIMEOUT_S = 2.0  # s: the nav node's odometry watchdog under the free-running simulator (a robot: 0.3 s)
+DETECTIONS = ("auto", "on", "off")
 GRAPH_DEFAULTS: dict[str, dict[str, str]] = {"robot": {"execution": "cmd_vel"}}  # under the user's arguments
 REMAPPABLE = ("rgb", "rgb_info", "depth", "depth_info", "scan", "odom", "cmd_vel", "map")  # a robot's own names
 
@@ -137,6 +138,10 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument("record_max_mb", f"{DEFAULT_MAX_MB:g}", "evaluator: MB of messages (before compression) one "
                    "recording may hold; beyond it camera images are left out", check=_is_float_in(1.0, 1e6),
                    expected="a number in [1, 1e6]", node="evaluator", param_type=float),
+    LaunchArgument("detections", "auto", "perception: person detections on the camera stream "
+                   f"({TOPICS['person_detections']}): on (detect_rate_hz of the params file), off, or auto: off in "
+                   "the bench graph unless record:=true (nothing else in a run reads them: the policy detects for "
+                   "itself), on in the stack and robot graphs", choices=DETECTIONS, node="perception"),
     LaunchArgument("passive_cache", "off", "evaluator: directory where the passive settings are looked up and kept "
                    "('' = data_dir's cache/passive, 'off' = none)", node="evaluator"),
     LaunchArgument("execution", "lockstep", "nav: how primitive actions move the robot: lockstep "
@@ -196,9 +201,12 @@ def validate_launch_args(values: dict[str, str], graph: str = "bench") -> dict[s
             raise InvalidInput(f"launch argument {name}", value, f"one of {', '.join(choices)}")
         if arg.check is not None and not arg.check(value):
             raise InvalidInput(f"launch argument {name}", value, arg.expected)
-        if arg.remap is None:
+        if arg.remap is None and name != "detections":
             for node in (arg.node, *arg.also):
                 overrides.setdefault(node, {})[name] = arg.param_type(value)
+    detections = values.get("detections", "auto")
+    if detections == "off" or (detections == "auto" and graph == "bench" and values.get("record", "false") != "true"):
+        overrides.setdefault("perception", {})["detect_rate_hz"] = 0.0
     return overrides
 
 

@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -66,6 +67,9 @@ class GraphProcesses:
         self.domain_id = domain_id if domain_id is not None else pick_domain_id()
         self.procs: dict[str, subprocess.Popen] = {}
         self._logs = []
+        self._log_dir = log_dir
+        self._said: dict[str, str] = {}  # each node's last line in its own words (`[name] ...`): why it stopped
+        self._forwarders: list[threading.Thread] = []
         try:
             self.env = loopback_env(self.domain_id, robot=graph == "robot")  # a robot's own middleware is respected
             for spec in GRAPHS[graph]:
@@ -84,13 +88,35 @@ class GraphProcesses:
                     log_dir.mkdir(parents=True, exist_ok=True)
                     out = open(log_dir / f"{spec.name}.log", "w")
                     self._logs.append(out)
-                self.procs[spec.name] = subprocess.Popen(
+                proc = subprocess.Popen(
                     cmd, env=self.env, start_new_session=True, preexec_fn=_die_with_parent,
-                    stdout=out, stderr=subprocess.STDOUT if out else None,
+                    stdout=out, stderr=subprocess.STDOUT if out else subprocess.PIPE, text=out is None,
                 )
+                self.procs[spec.name] = proc
+                if out is None:
+                    forwarder = threading.Thread(target=self._forward, args=(spec.name, proc.stderr),
+                                                 name=f"{spec.name}-stderr", daemon=True)
+                    forwarder.start()
+                    self._forwarders.append(forwarder)
         except BaseException:
             self.stop()
             raise
+
+    def _forward(self, name: str, stream) -> None:
+        """Copy a node's stderr to ours line by line, remembering its last line in its own words."""
+        for line in stream:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            if line.startswith(f"[{name}] "):
+                self._said[name] = line.strip()
+
+    def reason(self, name: str) -> str:
+        """The last line node ``name`` wrote in its own words (``[name] cannot start: ...``), or ""."""
+        if self._log_dir is not None and (self._log_dir / f"{name}.log").is_file():
+            with open(self._log_dir / f"{name}.log", errors="replace") as f:
+                said = [ln.strip() for ln in f if ln.startswith(f"[{name}] ")]
+            return said[-1] if said else ""
+        return self._said.get(name, "")
 
     def __enter__(self) -> "GraphProcesses":
         return self
@@ -121,6 +147,8 @@ class GraphProcesses:
         for f in self._logs:
             f.close()
         self._logs = []
+        for forwarder in self._forwarders:  # the nodes are gone: their pipes end
+            forwarder.join(2.0)
         clean_stale()
         if self._own_domain:
             release_domain_id(self.domain_id)
@@ -143,15 +171,20 @@ def run(graph: str, args: dict[str, str], domain_id: int | None = None, params_f
         print(f"[affectsim] graph {graph!r} running: {procs.pids()} on ROS_DOMAIN_ID={procs.domain_id} "
               f"(FASTDDS_DEFAULT_PROFILES_FILE={procs.env['FASTDDS_DEFAULT_PROFILES_FILE']}). Ctrl-C to stop.", flush=True)
         code = 0
+        failed: list[str] = []
         while stop["sig"] is None:
             exited = {n: c for n, c in procs.poll().items() if c is not None}
             if exited:
                 print(f"[affectsim] node exited: {exited}; stopping the graph", file=sys.stderr, flush=True)
                 code = 1 if any(exited.values()) else 0
+                failed = [n for n, c in exited.items() if c]
                 break
             time.sleep(0.1)
         codes = procs.stop()
         print(f"[affectsim] stopped: {codes}", flush=True)
+        reasons = [procs.reason(n) for n in failed if procs.reason(n)]
+        if reasons:  # the last line a user sees says why (and what to run first), not the other nodes' shutdown
+            print(f"[affectsim] the graph stopped because {reasons[0]}", file=sys.stderr, flush=True)
         return code
     finally:
         for s, h in old.items():

@@ -43,14 +43,14 @@ from affectsim_eval.episode.recording_options import RecordingOptions
 from affectsim_eval.run.config import trained_on
 from affectsim_eval.run.store import ResultsStore
 from affectsim_interfaces.action import AcquireObservation, Recognize
-from affectsim_nav.ros_robot import frame_observation
+from affectsim_nav.ros_robot import current_frame, frame_observation
 
 ROBOT = "robot"  # the scene and family of a record observed on a robot
 
 
 def _still_clip(client: BridgeClient, n: int, timeout: float) -> np.ndarray:
     """(8, 224, 224, 3): ``n`` frames from the stream at the protocol's times from now, 8 sampled."""
-    t0 = from_time(client.wait_for("rgb", timeout=timeout).header.stamp)
+    t0 = current_frame(client, timeout).stamp  # a frame whose TF is there: the first received may predate it
     frames, poses, times = [], [], []
     for k in range(n):
         due = t0 + k * STEP_SECONDS
@@ -98,7 +98,7 @@ def observe(label: str | None = None, out: Path | None = None, episode_id: str =
             recorder.start(episode_id)
         log(f"[observe] {episode_id}: P-Init, {clip_frames} frames ({clip_frames * STEP_SECONDS:.0f} s) from here")
         clips = {"p_init": _still_clip(client, clip_frames, timeout)}
-        start = frame_observation(client, client.wait_for("rgb", timeout=timeout), 0, timeout).pose
+        start = current_frame(client, timeout).pose
         log(f"[observe] {episode_id}: A-Obs (policy {policy or 'the node default'})")
         seen: list[tuple[float, float]] = []  # the person's last located position (map), from the feedback
 

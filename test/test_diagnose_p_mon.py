@@ -14,7 +14,7 @@ from affectsim_core.camera import FETCH_HEAD_VFOV_DEG
 from affectsim_eval.dataset.episodes import load_split
 from affectsim_core.clips import clip_times, sample_indices
 from affectsim_eval.episode.orchestrator import _render_passive
-from affectsim_eval.episode.passive import monitor_room, placements
+from affectsim_eval.episode.passive import monitor_room, passive_views, placements
 from affectsim_eval.run.config import EvalConfig
 from affectsim_eval.run.runner import EpisodeWorker, run_eval
 
@@ -36,7 +36,9 @@ def _evaluators_p_mon_clip(ep, w: EpisodeWorker) -> np.ndarray:
     full = clip_times(next(p for p in people if p.is_target).motion.duration)
     scene = w.data.scene(ep.scene_id)
     w.world.geometry.load(scene, ep.start, tuple(people), humans_mode="scripted", reaction_seed=ep.seed)
-    _, _, clips, _ = _render_passive(ep, w.world, scene, people, "scripted", full, sample_indices(len(full)), None)
+    idx = sample_indices(len(full))
+    planned = passive_views(ep, w.world.geometry, scene, full, idx)
+    _, _, clips, _ = _render_passive(ep, w.world, scene, people, "scripted", full, idx, None, planned)
     return clips["p_mon"]
 
 

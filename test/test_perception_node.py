@@ -33,7 +33,8 @@ def graph(tmp_path_factory):
     build(lib, seed=0, log=lambda s: None, ag_performers=1, ag_takes=1, oc_performances=5, oc_performers=1, dyadic=0,
           ev_performers=0)
     logs = tmp_path_factory.mktemp("logs")
-    with GraphProcesses("bench", nodes=("bridge", "perception"), args={"mode": "lockstep"}, log_dir=logs,
+    with GraphProcesses("bench", nodes=("bridge", "perception"), args={"mode": "lockstep", "detections": "on"},
+                        log_dir=logs,
                         extra_params={"bridge": {"motion_library": str(lib)}, "perception": {"recognizers": NAMES}}) as g:
         ensure_loopback(g.domain_id)
         rclpy.init()

@@ -45,6 +45,7 @@ from affectsim_eval.episode.worlds import SimulatedRobot
 from affectsim_nav.active import run_active
 from affectsim_nav.policy import POLICIES, create_policy
 from affectsim_perception.person_model import clear_pose_cache
+from affectsim_eval.gym.rewards import REWARDS
 from affectsim_eval.training.train import TRAINERS
 from affectsim_perception.recognizers import RECOGNIZERS, ClipInput
 from affectsim_ros.benches import BENCHES
@@ -59,8 +60,9 @@ PLUGINS = ([("backend", n) for n in BACKENDS.names()] + [("policy", n) for n in 
 CONFORMANCE = {"BACKENDS": "backend", "POLICIES": "policy", "DETECTORS": "detector", "RECOGNIZERS": "recognizer",
                "METRICS": "metric", "NOISE_MODELS": "noise",
                "TRAINERS": "test_registries.py::test_every_trainer_conforms",
-               "BENCHES": "test_benches.py::test_a_bench_lists_and_takes_only_its_own_options"}
-REGISTRIES = (BACKENDS, POLICIES, DETECTORS, RECOGNIZERS, METRICS, NOISE_MODELS, TRAINERS, BENCHES)
+               "BENCHES": "test_benches.py::test_a_bench_lists_and_takes_only_its_own_options",
+               "REWARDS": "test_gym_env.py::test_every_reward_conforms"}
+REGISTRIES = (BACKENDS, POLICIES, DETECTORS, RECOGNIZERS, METRICS, NOISE_MODELS, TRAINERS, BENCHES, REWARDS)
 
 
 @pytest.fixture(scope="module")

@@ -51,6 +51,17 @@ def test_execution_and_mode_agree_or_the_launch_is_refused():
     assert [s.name for s in GRAPHS["robot"]] == ["nav", "perception"]
 
 
+def test_stream_detections_are_off_in_a_bench_run_unless_something_reads_them():
+    off = {"detect_rate_hz": 0.0}
+    assert validate_launch_args({}).get("perception") == off  # the policy detects for itself
+    assert "perception" not in validate_launch_args({"record": "true"})  # the recording holds them
+    assert "perception" not in validate_launch_args({"detections": "on"})
+    assert "perception" not in validate_launch_args({}, "stack") and "perception" not in validate_launch_args({}, "robot")
+    assert validate_launch_args({"detections": "off"}, "robot")["perception"] == off
+    with pytest.raises(InvalidInput, match="launch argument detections='yes' is invalid; expected one of auto, on, off"):
+        validate_launch_args({"detections": "yes"})
+
+
 def test_topic_remappings():
     assert launch_remaps({"depth_topic": "/head_camera/depth/image", "scan_topic": "/base_scan"}) == [
         ("/head_camera/depth_registered/image_raw", "/head_camera/depth/image")]  # the default name: no rule

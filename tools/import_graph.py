@@ -76,6 +76,7 @@ DEFAULT_SUBLEVELS: dict[str, int] = {
     "affectsim_eval.dataset": 3,
     "affectsim_eval.training": 4,
     "affectsim_eval.run": 4,
+    "affectsim_eval.gym": 5,
 }
 #: Generated message packages and third-party code are not levels.
 EXTERNAL_PREFIXES = ("affectsim_interfaces",)

@@ -32,6 +32,9 @@ MAX_MANIFEST_BYTES = 1 * 2 ** 20  # the dataset manifest (~2 KB)
 MAX_SPLIT_BYTES = 64 * 2 ** 20  # one gzipped split file (train: 2.6 MB)
 MAX_SPLIT_JSON_BYTES = 512 * 2 ** 20  # its JSON once decompressed (train: 15 MB)
 DATASET_DIR = Path(__file__).resolve().parents[2] / "data" / "episodes"
+GET_A_DATASET = (  # what a missing dataset's error tells a user to run
+    "run `make bench` once, or `affectsim motions build && affectsim scenes build && affectsim dataset install` "
+                 "(the shipped episodes; `affectsim dataset build` builds your own)")
 
 
 def dataset_version(split_sha256: dict[str, str]) -> str:
@@ -46,7 +49,7 @@ def read_manifest(root: Path = DATASET_DIR) -> dict:
     matches the split hashes. Manifests written before versions were recorded get theirs computed."""
     path = Path(root) / "manifest.json"
     if not path.is_file():
-        raise InvalidInput("dataset", str(root), "a built dataset (run `affectsim dataset build`)")
+        raise InvalidInput("dataset", str(root), f"a built dataset: {GET_A_DATASET}")
     manifest = read_json(path, MAX_MANIFEST_BYTES, "manifest.json")
     splits = manifest.get("splits") if isinstance(manifest, dict) else None
     if not isinstance(splits, dict):

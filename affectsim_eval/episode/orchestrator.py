@@ -4,10 +4,13 @@ For an episode and an :class:`~affectsim_eval.episode.worlds.EvalWorld` (in-proc
 
 1. the privileged ``geometry`` backend is loaded with the episode and the passive settings' views
    are planned on it (P-Init: camera fixed at x0; P-Ref: the reference observer; P-Mon: the room's
-   monitor), at the 8 sampled instants of a clip of twice the motion's duration;
-2. the world instantiates the episode and renders those views;
-3. the world is reset to the episode start and runs the active observation (A-Obs); without a
-   stable handoff A-Obs falls back to the paired P-Init clip;
+   monitor), at the 8 sampled instants of a clip of twice the motion's duration, with d*(r);
+2. the world is loaded at the episode start and runs the active observation (A-Obs); without a
+   stable handoff A-Obs falls back to the paired P-Init clip. Where the acquisition leaves the
+   geometry backend alone (the ROS graph: the nodes acquire) step 1 runs in a second thread during
+   step 2, on the spare core of a lockstep acquisition;
+3. the world instantiates the episode again and renders the planned views (every step starts from
+   a loaded episode, so the record does not depend on their order);
 4. every setting's clip goes to every recognizer (the same frames for all);
 5. the paired :class:`~affectsim_core.record.EpisodeRecord`: predictions, the A-Obs summary, the
    reference observer's choice, the visible-body fractions and d*(r), floats rounded so that
@@ -24,11 +27,13 @@ to the robot's acquisition, and the record gains the social measures
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import numpy as np
 
+from affectsim_bridge.views import View
 from affectsim_bridge.world.navigable import NavigableSpace
 from affectsim_bridge.world.scene import Scene
 from affectsim_core.clips import clip_times, sample_indices
@@ -39,6 +44,7 @@ from affectsim_core.timing import NULL, StageTimes
 from affectsim_eval.scoring.metrics import d_star
 from affectsim_eval.episode.passive import passive_views, placements, visible_fraction
 from affectsim_eval.episode.passive_cache import PassiveCache, PassiveResult
+from affectsim_eval.episode.reference import ReferencePlan
 from affectsim_eval.episode.social import replay_reactions, social_summary
 from affectsim_eval.episode.streams import is_evolving, stream_times, streams_record
 from affectsim_eval.episode.worlds import Acquisition, EvalWorld
@@ -72,14 +78,31 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
     streamed = is_evolving(target)
     st = stream_times(target) if streamed else None
     key = cache.key(ep, humans, scene.source) if cache is not None else ""
-    with times("passive"):
+    passive = cache.get(key) if cache is not None else None
+
+    def plan() -> tuple[dict[str, list[View]], ReferencePlan | None] | None:
+        """On the geometry copy: load the episode and, unless cached, plan the passive settings."""
         g.load(scene, ep.start, tuple(people), humans_mode=humans, reaction_seed=ep.seed)
-        passive = cache.get(key) if cache is not None else None
-        if passive is None:
-            choice, seen, clips, stream = _render_passive(ep, world, scene, people, humans, full, idx, st)
-    world.load(ep, scene, people, humans)  # time and pose back to the episode start for A-Obs
-    acq = world.acquire(ep, len(full), max_actions, max_planner_calls,
-                        stream_until=float(st[-1] + STEP_SECONDS / 2) if streamed else None)
+        return passive_views(ep, g, scene, full, idx) if passive is None else None
+
+    def dstar() -> dict[str, float | None]:
+        with times("d_star"):
+            return episode_d_star(ep, g.navigable)
+
+    with ThreadPoolExecutor(1) as pool:
+        # through the ROS graph the nodes acquire and the copy is idle: it plans meanwhile (spare core)
+        planning = pool.submit(lambda: (plan(), dstar())) if passive is None and world.plans_during_acquisition \
+            else None
+        if planning is None:
+            with times("passive"):
+                views = plan()
+            planned = (views, dstar() if passive is None else None)
+        world.load(ep, scene, people, humans)  # time and pose at the episode start for A-Obs
+        acq = world.acquire(ep, len(full), max_actions, max_planner_calls, stream_until=stream_until(st))
+        planned = planning.result() if planning is not None else planned
+    if passive is None:
+        with times("passive"):
+            choice, seen, clips, stream = _render_passive(ep, world, scene, people, humans, full, idx, st, planned[0])
     social = None
     if humans == "reactive":
         replay_reactions(g, scene, ep.start, people, ep.seed, acq.trajectory)
@@ -101,8 +124,7 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
                         if enough else {n: [] for n in names}}
             streams = streams_record(target, st, windowed, world.vad_recognizers())
     if passive is None:
-        with times("d_star"):
-            passive = PassiveResult(choice, seen, predicted, windows, p_init, episode_d_star(ep, g.navigable))
+        passive = PassiveResult(choice, seen, predicted, windows, p_init, planned[1])
         if cache is not None:
             cache.put(key, passive)
     visible = {**passive.visible, "a_obs": passive.visible["p_init"] if fallback
@@ -112,13 +134,21 @@ def evaluate_episode(ep: Episode, world: EvalWorld, scene: Scene, load_motion: C
     return EvaluatedEpisode(record, frames)
 
 
+def stream_until(st: np.ndarray | None) -> float | None:
+    """Until when (sim s) the A-Obs stream of an evolving episode with stream times ``st`` is kept; None
+    for another episode (no stream)."""
+    return None if st is None else float(st[-1] + STEP_SECONDS / 2)
+
+
 def _render_passive(ep: Episode, world: EvalWorld, scene: Scene, people, humans: str, full: np.ndarray,
-                    idx: np.ndarray, st: np.ndarray | None):
-    """Plan the passive settings on the geometry backend (loaded with the episode) and render them:
-    the reference observer's choice, the visible-body fractions, the clips and, for an evolving
-    episode, the passive streams' frames (over the stream times ``st``)."""
+                    idx: np.ndarray, st: np.ndarray | None,
+                    planned: tuple[dict[str, list[View]], ReferencePlan | None]):
+    """Render the passive settings planned by :func:`passive_views` (``planned``: the views and the
+    reference observer's plan) on the geometry backend (loaded with the episode) and measure them: the
+    reference observer's choice, the visible-body fractions, the clips and, for an evolving episode,
+    the passive streams' frames (over the stream times ``st``)."""
     g = world.geometry
-    views, plan = passive_views(ep, g, scene, full, idx)
+    views, plan = planned
     world.load(ep, scene, people, humans)
     rendered = {s: world.render(views[s]) for s in PASSIVE_SETTINGS}
     lens = {s: views[s][0].intrinsics(g.head_intrinsics) for s in PASSIVE_SETTINGS}  # P-Mon: the monitor's

@@ -83,6 +83,7 @@ class RosEvalWorld:
         self.timeout = timeout
         self._ids = calls.request_ids()
         self.geometry = BACKENDS.create(backend)  # privileged copy of the world: views, visibility (never rendered)
+        self.plans_during_acquisition = True  # the nodes acquire; the copy is idle meanwhile
         self.recorder = None
         self._pending: _Pending | None = None  # a recording waiting for its A-Obs recognition
         if record_dir is not None:

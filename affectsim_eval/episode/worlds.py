@@ -26,7 +26,7 @@ from affectsim_core.protocol import CLIP_SIZE, STREAM_STRIDE, Outcome
 from affectsim_core.record import Diagnostics
 from affectsim_core.timing import NULL, StageTimes
 from affectsim_eval.episode.passive import episode_info
-from affectsim_nav.active import run_active
+from affectsim_nav.active import ActiveResult, run_active
 from affectsim_nav.policy import Policy
 from affectsim_perception.recognizers.base import ClipInput, Prediction, Recognizer, StreamInput
 
@@ -54,6 +54,9 @@ class EvalWorld(Protocol):
     with the same episode by the orchestrator (never rendered through this interface)."""
 
     geometry: SimulatorBackend
+    #: whether the acquisition leaves ``geometry`` alone, so the orchestrator may plan the passive
+    #: settings on it in a second thread while the world acquires (True through the ROS graph)
+    plans_during_acquisition: bool
 
     def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement], humans: str = "scripted") -> None:
         """Instantiate the episode: scene, people at sim time 0 (``humans``: scripted or reactive, with
@@ -126,12 +129,29 @@ class SimulatedRobot:
                                 (b.pose.x, b.pose.y, b.pose.yaw), b.sim_time, step)
 
 
+def acquisition(active: ActiveResult, stream_until: float | None = None) -> Acquisition:
+    """The :class:`Acquisition` of one finished A-Obs run (the clip's sampled frames after a handoff, the
+    stream with ``stream_until``), as the orchestrator records it."""
+    traj = [(x, y, yaw) for _t, x, y, yaw in active.log.trajectory]
+    stream = {}
+    if stream_until is not None and active.stream:
+        stream = {"stream_frames": np.stack([f for _, f in active.stream]),
+                  "stream_times": np.array([t for t, _ in active.stream])}
+    clip = active.clip
+    if clip is None:
+        return Acquisition(active.outcome, active.message, active.log.diagnostics(), traj, **stream)
+    idx = sample_indices(len(clip.frames))
+    return Acquisition(active.outcome, active.message, active.log.diagnostics(), traj, clip.sampled(),
+                       clip.camera_poses[idx], clip.times[idx], **stream)
+
+
 class InProcessEvalWorld:
     """:class:`EvalWorld` on one backend (which is also the ``geometry``), a policy and recognizers."""
 
     def __init__(self, backend: SimulatorBackend, policy: Policy, recognizers: Mapping[str, Recognizer],
                  times: StageTimes = NULL) -> None:
         self.geometry = self.backend = backend
+        self.plans_during_acquisition = False  # the acquisition moves the one backend
         self.policy, self.recognizers, self.times = policy, recognizers, times
 
     def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement], humans: str = "scripted") -> None:
@@ -146,17 +166,7 @@ class InProcessEvalWorld:
         active = run_active(SimulatedRobot(self.backend, self.times), episode_info(ep, self.backend.navigable),
                             self.policy, clip_frames, max_actions, max_planner_calls, times=self.times,
                             stream_until=stream_until)
-        traj = [(x, y, yaw) for _t, x, y, yaw in active.log.trajectory]
-        stream = {}
-        if stream_until is not None and active.stream:
-            stream = {"stream_frames": np.stack([f for _, f in active.stream]),
-                      "stream_times": np.array([t for t, _ in active.stream])}
-        clip = active.clip
-        if clip is None:
-            return Acquisition(active.outcome, active.message, active.log.diagnostics(), traj, **stream)
-        idx = sample_indices(len(clip.frames))
-        return Acquisition(active.outcome, active.message, active.log.diagnostics(), traj, clip.sampled(),
-                           clip.camera_poses[idx], clip.times[idx], **stream)
+        return acquisition(active, stream_until)
 
     def recognize(self, frames: np.ndarray) -> dict[str, Prediction]:
         return recognize(self.recognizers, frames)

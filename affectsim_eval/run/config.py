@@ -18,7 +18,7 @@ from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import FAMILIES, MAX_ACTIONS, MAX_PLANNER_CALLS, PAPER_FAMILIES, SPLITS
 from affectsim_core.provenance import code_version
-from affectsim_eval.dataset.episodes import DATASET_DIR, dataset_version, load_split, read_manifest
+from affectsim_eval.dataset.episodes import DATASET_DIR, GET_A_DATASET, dataset_version, load_split, read_manifest
 from affectsim_eval.dataset.splits import stratified_subset
 from affectsim_nav.base_control import EXECUTIONS
 from affectsim_nav.policy import POLICIES
@@ -91,7 +91,7 @@ def select_episodes(cfg: EvalConfig, data: Path = DATA_DIR) -> list[Episode]:
     scene (workers keep one scene loaded)."""
     root = Path(data) / "episodes"
     if not (root / "manifest.json").is_file():
-        raise InvalidInput("dataset", str(root), "a built dataset: run `affectsim scenes build && affectsim dataset build`")
+        raise InvalidInput("dataset", str(root), f"a built dataset: {GET_A_DATASET}")
     eps = load_split(cfg.split, root)
     if cfg.ids:
         by_id = {e.episode_id: e for e in eps}

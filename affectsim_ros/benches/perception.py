@@ -7,7 +7,8 @@
    side by side;
 3. the perception node under back-to-back recognize requests (clips/s) next to the same
    recognizers in-process;
-4. recognition quality on the rendered test clips (never used for training or selection):
+4. recognition quality on the rendered test clips (never used for training or selection; the
+   test subset of ``affectsim train`` is rendered first where it is missing, ~5 min on 2 cores):
    macro-F1 on good views (visible body >= 0.7) with a 95 % bootstrap interval over episodes,
    macro-F1 per view kind, per-class recall, and accuracy against distance, relative
    orientation and visible-body fraction (PNG).
@@ -30,6 +31,7 @@ from affectsim_bridge.world.scene import load_scene
 from affectsim_core.atomic import write_json
 from affectsim_core.classification import macro_f1
 from affectsim_core.clips import clip_times, sample_indices
+from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS
 from affectsim_core.resampling import Interval, bootstrap_interval
 from affectsim_core.ros.action_client import ActionClient
@@ -39,11 +41,12 @@ from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import SERVICES
 from affectsim_eval.dataset.episodes import load_split
 from affectsim_eval.episode.passive import p_ref_clip, placements
-from affectsim_eval.training.train import GOOD_VIEW, TRAINERS
+from affectsim_eval.training.train import GOOD_VIEW, TRAINERS, ensure_clips
 from affectsim_eval.training.training_data import DATA_DIR, VIEWS, load_clips
 from affectsim_interfaces.action import Recognize
 from affectsim_perception.person_model import BlazePose, clear_pose_cache, clip_pose
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS, ClipInput, load_checkpoint
+from affectsim_perception.recognizers.base import read_manifest
 from affectsim_perception.recognizers.committee import load_members
 from affectsim_perception.recognizers.rgb_clip import small_frames
 from affectsim_ros.benches import add_out, bench
@@ -131,6 +134,19 @@ def quality(data: Path = DATA_DIR, out_png: Path | None = None) -> dict:
         out_png.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(out_png, dpi=80)
     return res
+
+
+def ensure_test_clips(log=print, checkpoint: str = "pose-temporal") -> dict:
+    """Render the test subset the shipped checkpoints were scored on (their manifest's seed and tiers)
+    where it is missing (a fresh clone: ~5 min on 2 cores), else reuse it; refuses a subset other
+    than the manifest's (its key), whose scores would not be the checkpoints' test scores."""
+    m = read_manifest(checkpoint)
+    want = m["subsets"]["test"]
+    got = ensure_clips("test", tuple(want["tiers"]), int(m["seed"]), log=log)
+    if got["key"] != want["key"]:
+        raise InvalidInput("test clip subset", got["key"][:12], f"{want['key'][:12]}, the subset in "
+                           f"{checkpoint}'s manifest (another dataset or generator: retrain, or rebuild the dataset)")
+    return got
 
 
 def episode_interval(y: np.ndarray, pred: np.ndarray, groups: np.ndarray) -> Interval:
@@ -235,6 +251,7 @@ def run(out: Path | None = None, log=print) -> dict:
     log(f"[bench perception] node, back-to-back requests (5 recognizers each): {n['clips_per_s_node']:.2f} clips/s vs "
         f"{n['clips_per_s_in_process']:.2f} in-process -> ratio {n['ratio']:.2f}")
     png = Path("docs/img/recognition_quality.png")
+    ensure_test_clips(log)
     res["quality"] = quality(out_png=png)
     for name, q in res["quality"].items():
         g = q["good_view"]

@@ -83,7 +83,7 @@ MAX_SLOPE_MB_PER_MIN = 0.5  # MB (10^6 bytes) per minute, the most any node's RS
 class Soak:
     """Clients of the running stack on one node, and the tallies of one soak."""
 
-    def __init__(self, graph: GraphProcesses, data: Path) -> None:
+    def __init__(self, graph: GraphProcesses, data: EvalData, episodes: list) -> None:
         self.graph = graph
         self.client = BridgeClient("soak", topics=("rgb",), keep=5)
         node = self.client.node
@@ -91,8 +91,8 @@ class Soak:
         self.step_cli = node.create_client(ApplyAction, SERVICES["apply_action"])
         self.render_cli = node.create_client(RenderViews, SERVICES["render_views"])
         self.observer = ObserverClient(node, TIMEOUT_S)  # the nav and perception actions
-        self.data = EvalData(data)
-        self.episodes = load_split("test", data / "episodes")[:WORLDS]
+        self.data = data
+        self.episodes = episodes
         self.counts: Counter = Counter()  # "<case> ok" / "<case> FAILED"
         self.failures: list[str] = []
         self.stamp: float | None = 0.0  # sim time of the last state; None after the nav node moved the robot
@@ -328,11 +328,13 @@ def run(out: Path = DEFAULT_OUT, minutes: float = 60.0, data: Path = DATA_DIR, l
     logs = out.with_suffix("") / "logs"
     rng = np.random.default_rng(0)
     rounds, lock_s, run_s = 0, 0.0, 0.0
+    eval_data = EvalData(data)  # a missing library or dataset is refused before any node or client starts
+    episodes = load_split("test", data / "episodes")[:WORLDS]
     with GraphProcesses("stack", args={"mode": "lockstep"}, log_dir=logs,
                         extra_params={"bridge": {"motion_library": str(data / "motions")}}) as g:
         ensure_loopback(g.domain_id)
         rclpy.init()
-        soak = Soak(g, data)
+        soak = Soak(g, eval_data, episodes)
         mem = MemorySampler(g.pids())
         try:
             soak.wait_ready()
