@@ -140,6 +140,7 @@ class EpisodeRecorder:
         self._conns: dict[str, object] = {}
         self._tmp: Path | None = None
         self._episode = ""
+        self._capturing = False  # topics are written (between start() and end_capture())
         self._latched: dict[str, dict[object, bytes]] = {"tf_static": {}, "map": {}}  # newest per publisher's frames
         self._tf = TfBuffer()
         self._path = PathTrace()
@@ -190,6 +191,8 @@ class EpisodeRecorder:
                 if t_ns is not None:
                     self._keep(key, raw, t_ns)
                 return
+            if not self._capturing:
+                return
             t_ns = self._last_ns if t_ns is None else t_ns
             self._last_ns = max(self._last_ns, t_ns)
             self._write(key, raw, t_ns, spec.large)
@@ -227,6 +230,8 @@ class EpisodeRecorder:
                 self._markers(t.header.stamp, [self._path.marker()])
 
     def _on_people(self, msg: PoseArray) -> None:
+        if not self._capturing:
+            return
         people = [(p.position.x, p.position.y, 2.0 * math.atan2(p.orientation.z, p.orientation.w)) for p in msg.poses]
         self._markers(msg.header.stamp, people_markers(GROUND_TRUTH_NS, people), GROUND_TRUTH_NS)
 
@@ -266,6 +271,7 @@ class EpisodeRecorder:
         with self._lock:  # (the TF buffer forgets the last world's transforms itself: its clock went back)
             self._writer, self._conns, self._episode, self._tmp = writer, conns, episode_id, tmp
             self._path, self._budget, self._last_ns = PathTrace(), SizeBudget(self.options.max_mb), 0
+            self._capturing = True
             preroll, self._preroll = self._preroll, []
             for key, raw, t_ns in preroll:
                 self._last_ns = max(self._last_ns, t_ns)
@@ -273,6 +279,11 @@ class EpisodeRecorder:
         for key, raw, _ in preroll:
             if key == "tf":
                 self._on_tf(deserialize_message(raw, TFMessage))
+
+    def end_capture(self) -> None:
+        """Stop writing the topics (the acquisition is over); the clip and the predictions may still be added."""
+        with self._lock:
+            self._capturing = False
 
     def add_clip(self, clip_messages: list) -> None:
         """The acquired clip (sensor_msgs/Image messages), each at its own stamp."""
@@ -301,7 +312,7 @@ class EpisodeRecorder:
         if path_marker is not None:
             self._markers(_time(self._last_ns), [path_marker])
         with self._lock:
-            self._writer = None
+            self._writer, self._capturing = None, False
             budget, episode, tmp = self._budget, self._episode, self._tmp
             self._tmp = None
         writer.close()
@@ -319,6 +330,7 @@ class EpisodeRecorder:
         """Drop the recording under way, if any (its episode failed)."""
         with self._lock:
             writer, tmp, self._writer, self._tmp = self._writer, self._tmp, None, None
+            self._capturing = False
         if writer is not None:
             writer.close()
         if tmp is not None:

@@ -50,9 +50,10 @@ RENDER_ATTEMPT_S = 30.0  # s, first window of a RenderViews request before it is
 
 @dataclass
 class _Pending:
-    """A recorded episode waiting for its A-Obs recognition: the clip (8, 224, 224, 3), the time of its
-    last frame (s, sim time) and, for an evolving episode, the stream frames the recognizers will see."""
+    """A recorded episode waiting for its A-Obs recognition: its id, the clip (8, 224, 224, 3), the time of
+    its last frame (s, sim time) and, for an evolving episode, the stream frames the recognizers will see."""
 
+    episode_id: str
     frames: np.ndarray
     clip_end: float
     stream: np.ndarray | None = None
@@ -109,8 +110,11 @@ class RosEvalWorld:
 
     # ------------------------------------------------------------------ EvalWorld
     def load(self, ep: Episode, scene: Scene, people: list[HumanPlacement], humans: str = "scripted") -> None:
-        self._drop_pending()  # the episode before never reached its A-Obs recognition: it failed
-        if self.recorder is not None:
+        if self._pending is not None and self._pending.episode_id == ep.episode_id:
+            pass  # the same episode loaded again to render its passive settings: its recording waits on
+        else:
+            self._drop_pending()  # the episode before never reached its A-Obs recognition: it failed
+        if self.recorder is not None and self._pending is None:
             self.recorder.forget()  # a recording starts with this world's first messages, none of the last one's
         start = ep.start
         req = LoadWorld.Request(scene=str(scene.source), robot_pose=Pose2DMsg(x=start.x, y=start.y, theta=start.yaw))
@@ -148,7 +152,8 @@ class RosEvalWorld:
                 self.recorder.abandon()
             raise
         if self.recorder is not None:
-            self._record_acquisition(res, stream_until is not None)
+            self.recorder.end_capture()  # what the graph publishes from now on (passive renders) is not A-Obs
+            self._record_acquisition(ep.episode_id, res, stream_until is not None)
         stream = {}
         if stream_until is not None and res.stream_frames:
             stream = {"stream_frames": np.stack([image_to_array(m) for m in res.stream_frames]),
@@ -197,7 +202,7 @@ class RosEvalWorld:
         return list(self._vad)
 
     # ------------------------------------------------------------------ recording
-    def _record_acquisition(self, res, streamed: bool) -> None:
+    def _record_acquisition(self, episode_id: str, res, streamed: bool) -> None:
         """Add the acquired clip to the recording; finish it now when there is nothing to recognise,
         else when the A-Obs clip (and an evolving episode's stream) has been recognised."""
         self.recorder.add_clip(list(res.clip_frames))
@@ -207,7 +212,7 @@ class RosEvalWorld:
         stream = None
         if streamed and len(res.stream_frames) >= CLIP_FRAMES:  # the orchestrator recognises it: so it does
             stream = np.stack([image_to_array(m) for m in res.stream_frames])
-        self._pending = _Pending(np.stack([image_to_array(m) for m in res.clip_frames]),
+        self._pending = _Pending(episode_id, np.stack([image_to_array(m) for m in res.clip_frames]),
                                  from_time(res.clip_stamps[-1]), stream)
 
     def _finish_pending(self) -> None:
