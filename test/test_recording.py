@@ -144,7 +144,8 @@ def test_without_depth_and_with_a_small_budget(runs, full):
     image_bytes = sum(len(m.data) for m in rec.of(TOPICS["rgb"]))
     assert 0 < image_bytes <= SMALL_MB * 1_000_000
     assert rec.count(TOPICS["rgb"]) < full.count(TOPICS["rgb"])
-    assert rec.count(TOPICS["odom"]) == full.count(TOPICS["odom"])  # the small topics are all written
+    # the small topics are all written (± the one message in flight when the acquisition ends its capture)
+    assert abs(rec.count(TOPICS["odom"]) - full.count(TOPICS["odom"])) <= 1
     assert rec.path.stat().st_size <= SMALL_MB * 1_000_000
 
 

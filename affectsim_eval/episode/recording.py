@@ -181,6 +181,11 @@ class EpisodeRecorder:
         if key in ("tf", "tf_static"):
             msg = deserialize_message(raw, TFMessage)
             feed(self._tf, msg, static=key == "tf_static")
+        located = None  # the detections' markers: written with the message, under the same lock
+        if key == "person_detections":
+            det = deserialize_message(raw, PersonDetections)
+            located = (det.header.stamp, _marker_array(det.header.stamp, people_markers(
+                DETECTIONS_NS, [(p.position.x, p.position.y, 0.0) for p in det.people]), DETECTIONS_NS))
         with self._lock:
             if spec.latched:
                 frames = (frozenset(t.child_frame_id for t in msg.transforms) if key == "tf_static" else "map")
@@ -196,12 +201,10 @@ class EpisodeRecorder:
             t_ns = self._last_ns if t_ns is None else t_ns
             self._last_ns = max(self._last_ns, t_ns)
             self._write(key, raw, t_ns, spec.large)
+            if located is not None:
+                self._write(MARKERS_TOPIC, located[1], located[0].sec * _NS + located[0].nanosec, False)
         if key == "tf":
             self._on_tf(msg)
-        elif key == "person_detections":
-            det = deserialize_message(raw, PersonDetections)
-            self._markers(det.header.stamp, people_markers(
-                DETECTIONS_NS, [(p.position.x, p.position.y, 0.0) for p in det.people]), DETECTIONS_NS)
 
     def _keep(self, key: str, raw: bytes, t_ns: int) -> None:
         """Keep a message received between recordings (under the lock): the newest :data:`PREROLL_S` of
@@ -237,15 +240,10 @@ class EpisodeRecorder:
 
     def _markers(self, stamp: Time, specs: list[MarkerSpec], replace_ns: str | None = None) -> None:
         """Write ``specs`` as one MarkerArray at ``stamp`` (every marker of ``replace_ns`` deleted first)."""
-        arr = MarkerArray()
-        if replace_ns is not None:
-            clear = Marker(ns=replace_ns, action=Marker.DELETEALL)
-            clear.header.stamp, clear.header.frame_id = stamp, "map"
-            arr.markers.append(clear)
-        arr.markers.extend(_marker(s, stamp) for s in specs)
+        raw = _marker_array(stamp, specs, replace_ns)
         with self._lock:
             if self._writer is not None:
-                self._write(MARKERS_TOPIC, serialize_message(arr), stamp.sec * _NS + stamp.nanosec, False)
+                self._write(MARKERS_TOPIC, raw, stamp.sec * _NS + stamp.nanosec, False)
 
     def _write(self, topic: str, raw: bytes, t_ns: int, large: bool) -> None:
         """Write under the lock (``topic``: a key of RECORDED or a WRITTEN topic), within the size budget."""
@@ -342,6 +340,17 @@ class EpisodeRecorder:
         self._executor.shutdown(timeout_sec=5.0)
         self._spin.join(5.0)
         self.node.destroy_node()
+
+
+def _marker_array(stamp: Time, specs: list[MarkerSpec], replace_ns: str | None = None) -> bytes:
+    """``specs`` as one serialized MarkerArray at ``stamp``, every marker of ``replace_ns`` deleted first."""
+    arr = MarkerArray()
+    if replace_ns is not None:
+        clear = Marker(ns=replace_ns, action=Marker.DELETEALL)
+        clear.header.stamp, clear.header.frame_id = stamp, "map"
+        arr.markers.append(clear)
+    arr.markers.extend(_marker(s, stamp) for s in specs)
+    return serialize_message(arr)
 
 
 def _marker(s: MarkerSpec, stamp: Time) -> Marker:
