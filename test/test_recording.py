@@ -13,7 +13,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,7 @@ from affectsim_eval.episode.recording_viz import DETECTIONS_NS, GROUND_TRUTH_NS,
 from affectsim_eval.run.store import ResultsStore
 from affectsim_ros.launcher import GraphProcesses
 from mcap_check import Tf, read
+from waiting import wait_until
 
 EPISODE = "test_dy_000000"
 ARGS = {"episodes": "0", "episode_ids": EPISODE, "recognizers": "majority", "record": "true",
@@ -34,17 +34,6 @@ SMALL_MB = 5  # record_max_mb of the run with a small budget: about 5 RGB frames
 SENSOR = ("rgb", "rgb_info", "depth", "depth_info", "scan", "odom", "tf", "tf_static", "map", "person_detections")
 HERE = Path(__file__).resolve().parent
 LAYOUT = HERE.parent / "config" / "foxglove_layout.json"
-
-
-def _wait(predicate, timeout: float, what: str, poll_s: float = 0.1):
-    """Wait on state; the timeout is a safety net only."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(poll_s)
-    raise AssertionError(f"{what} within {timeout:.0f} s")
 
 
 @pytest.fixture(scope="module")
@@ -57,19 +46,19 @@ def runs(small_data, tmp_path_factory):
     with GraphProcesses("bench", args={**ARGS, "output_dir": str(tmp / "full")}, log_dir=tmp / "logs_full",
                         extra_params={"bridge": {"motion_library": str(data / "motions")},
                                       "evaluator": {"data_dir": str(data)}}) as g:
-        _wait(lambda: g.poll()["evaluator"] is not None, 300, "the evaluator done", 0.5)
+        wait_until(lambda: g.poll()["evaluator"] is not None, 300, "the evaluator done", 0.5)
         out["full"] = (tmp / "full", (tmp / "logs_full" / "evaluator.log").read_text(), g.poll()["evaluator"])
         small = {**ARGS, "output_dir": str(tmp / "small"), "record_depth": "false", "record_max_mb": str(SMALL_MB)}
         with GraphProcesses("bench", nodes=("evaluator",), domain_id=g.domain_id, args=small,
                             log_dir=tmp / "logs_small", extra_params={"evaluator": {"data_dir": str(data)}}) as ev:
-            _wait(lambda: ev.poll()["evaluator"] is not None, 300, "the evaluator done", 0.5)
+            wait_until(lambda: ev.poll()["evaluator"] is not None, 300, "the evaluator done", 0.5)
             out["small"] = (tmp / "small", (tmp / "logs_small" / "evaluator.log").read_text(), ev.poll()["evaluator"])
         rec_dir = tmp / "killed" / "recordings"
         with GraphProcesses("bench", nodes=("evaluator",), domain_id=g.domain_id, log_dir=tmp / "logs_killed",
                             args={**ARGS, "output_dir": str(tmp / "killed")},
                             extra_params={"evaluator": {"data_dir": str(data)}}) as ev:
             # killed once its recording holds data (the temporary bag has grown past its header)
-            _wait(lambda: rec_dir.is_dir() and any(f.stat().st_size > 1_000_000 for f in rec_dir.rglob("*.mcap")),
+            wait_until(lambda: rec_dir.is_dir() and any(f.stat().st_size > 1_000_000 for f in rec_dir.rglob("*.mcap")),
                   300, "a recording under way")
             ev.procs["evaluator"].kill()
             ev.procs["evaluator"].wait(30)
@@ -176,7 +165,7 @@ def test_a_robot_session_is_recorded_without_ground_truth(tmp_path):
         standin = subprocess.Popen([sys.executable, str(HERE / "standin_robot.py"), "--ready-file", str(ready)],
                                    env=env, stdout=out, stderr=subprocess.STDOUT)
         try:
-            _wait(lambda: ready.exists() or standin.poll() is not None, 60, "the stand-in ready")
+            wait_until(lambda: ready.exists() or standin.poll() is not None, 60, "the stand-in ready")
             assert standin.poll() is None, (tmp_path / "standin.out").read_text()
             with GraphProcesses("robot", args={"recognizers": "majority"}, domain_id=domain,
                                 log_dir=tmp_path / "logs", extra_params={"nav": {"odom_timeout": 1.0}}):

@@ -25,6 +25,7 @@ from affectsim_core.ros.env import ensure_loopback, loopback_env, pick_domain_id
 from affectsim_core.ros.topics import SERVICES
 from affectsim_interfaces.action import AcquireObservation
 from affectsim_ros.launcher import GraphProcesses
+from waiting import wait_until
 
 HERE = Path(__file__).resolve().parent
 ROBOT_ARGS = {"recognizers": "majority"}  # the recognizer does not matter here: a fast one
@@ -59,14 +60,8 @@ def _commands(log: Path) -> list[dict]:
 
 
 def _wait(predicate, timeout: float, what: str):
-    """Wait on state (the stand-in's log, a result); the timeout is a safety net only."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"{what} within {timeout:.0f} s")
+    """Wait on state (the stand-in's log, a result), polled every 20 ms."""
+    return wait_until(predicate, timeout, what, 0.02)
 
 
 @contextmanager

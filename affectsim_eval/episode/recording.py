@@ -202,7 +202,7 @@ class EpisodeRecorder:
             self._last_ns = max(self._last_ns, t_ns)
             self._write(key, raw, t_ns, spec.large)
             if located is not None:
-                self._write(MARKERS_TOPIC, located[1], located[0].sec * _NS + located[0].nanosec, False)
+                self._write(MARKERS_TOPIC, located[1], _ns(located[0]), False)
         if key == "tf":
             self._on_tf(msg)
 
@@ -243,7 +243,7 @@ class EpisodeRecorder:
         raw = _marker_array(stamp, specs, replace_ns)
         with self._lock:
             if self._writer is not None:
-                self._write(MARKERS_TOPIC, raw, stamp.sec * _NS + stamp.nanosec, False)
+                self._write(MARKERS_TOPIC, raw, _ns(stamp), False)
 
     def _write(self, topic: str, raw: bytes, t_ns: int, large: bool) -> None:
         """Write under the lock (``topic``: a key of RECORDED or a WRITTEN topic), within the size budget."""
@@ -287,8 +287,7 @@ class EpisodeRecorder:
         """The acquired clip (sensor_msgs/Image messages), each at its own stamp."""
         with self._lock:
             for msg in clip_messages:
-                self._write(CLIP_TOPIC, serialize_message(msg), msg.header.stamp.sec * _NS + msg.header.stamp.nanosec,
-                            False)
+                self._write(CLIP_TOPIC, serialize_message(msg), _ns(msg.header.stamp), False)
 
     def add_predictions(self, predictions: list, t: float) -> None:
         """RecognizerPrediction messages of one clip or window, at time ``t`` (s, the messages' clock)."""
@@ -340,6 +339,11 @@ class EpisodeRecorder:
         self._executor.shutdown(timeout_sec=5.0)
         self._spin.join(5.0)
         self.node.destroy_node()
+
+
+def _ns(stamp: Time) -> int:
+    """A builtin_interfaces/Time as nanoseconds."""
+    return stamp.sec * _NS + stamp.nanosec
 
 
 def _marker_array(stamp: Time, specs: list[MarkerSpec], replace_ns: str | None = None) -> bytes:
