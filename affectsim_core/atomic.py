@@ -3,6 +3,7 @@ read by :mod:`affectsim_core.readers`)."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -42,3 +43,16 @@ def write_json(path: Path, obj, **dumps_kwargs) -> Path:
     tmp.write_text(json.dumps(obj, **dumps_kwargs))
     os.replace(tmp, path)
     return path
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``path`` (created if absent; never removed) for the block:
+    processes that write the same outputs take their turns."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)

@@ -17,12 +17,13 @@ from rclpy.parameter import parameter_value_to_python
 
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
 from affectsim_bridge.humans.reactive import HUMANS_MODES
+from affectsim_core.atomic import locked
 from affectsim_core.episode import Episode
 from affectsim_core.protocol import FAMILIES, MAX_ACTIONS, MAX_PLANNER_CALLS, PAPER_FAMILIES, SPLITS
 from affectsim_core.ros import calls
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.timing import StageTimes
-from affectsim_eval.run.config import DATA_DIR, MAX_BUDGET, EvalConfig, EvalData, run_meta, select_episodes
+from affectsim_eval.run.config import DATA_DIR, MAX_BUDGET, EvalConfig, EvalData, Shard, run_meta, select_episodes
 from affectsim_eval.run.loop import evaluate_safely, run_episodes
 from affectsim_eval.episode.orchestrator import evaluate_episode
 from affectsim_eval.episode.passive_cache import OFF, open_cache
@@ -67,8 +68,13 @@ PARAMS: tuple[Param, ...] = (
     Param("passive_cache", "off", "directory where the passive settings are looked up and kept ('' = data_dir's "
           "cache/passive, 'off' = none; off while recording, which records what is rendered)"),
     Param("exit_when_done", True, "shut the node down after the report is written"),
+    Param("shard", "0/1", "part k/N of the run this evaluator runs (a contiguous block of its episodes, counted "
+          "from 0); the N parts share output_dir, and the last to finish writes the report"),
     Param("timeout_s", 600.0, "seconds any request to the bridge, nav or perception node may take", bounds=(1.0, 3600.0)),
 )
+
+
+REPORT_LOCK = ".report.lock"  # in output_dir: the parts of a sharded run write the report one at a time
 
 
 class Stopped(Exception):
@@ -87,6 +93,7 @@ class EvaluatorNode(Node):
         self.p = p
         self.out = Path(p["output_dir"])
         self.data = Path(p["data_dir"]) if p["data_dir"] else DATA_DIR
+        self.shard = Shard.parse(p["shard"], "evaluator parameter shard")
         self.episodes = select_episodes(self.cfg, self.data)  # a missing dataset is refused here, at start
         self.meta = run_meta(self.cfg, self.episodes, self.data, bool(p["allow_dataset_mismatch"]))  # so is a mismatch
         self.error: str | None = None
@@ -160,14 +167,17 @@ class EvaluatorNode(Node):
                     yield res
 
             summary = run_episodes(self.out, self.meta, self.episodes, serial,
-                                   "the ROS graph", bool(self.p["retry_failed"]), log=log.info)
+                                   "the ROS graph", bool(self.p["retry_failed"]), log=log.info, shard=self.shard)
             if cache is not None:
                 log.info(f"[eval] passive cache: {cache.hits} episodes found, {cache.misses} computed")
             if self._stopping.is_set():
                 return
-            reported = len(summary.failures) < summary.total  # a report needs one finished episode
-            if reported:
-                log.info(f"report: {write_report(self.out)}")
+            reported = summary.complete and summary.run_ok > 0  # a report needs one finished episode
+            if reported:  # the whole run is stored: this evaluator is the last (or only) one of its parts
+                with locked(self.out / REPORT_LOCK):  # parts finishing together write it one after the other
+                    log.info(f"report: {write_report(self.out)}")
+            elif not summary.complete:
+                log.info(f"[eval] shard {self.shard} done; the report is written by the part that finishes last")
             if summary.failures:  # the node exits non-zero, and with it the launcher
                 first = ", ".join(i for i, _ in summary.failures[:5])
                 self.error = (f"{len(summary.failures)} of {summary.total} episodes are stored as failed ({first}"

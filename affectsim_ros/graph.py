@@ -21,6 +21,7 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import FAMILIES, MODES, PAPER_FAMILIES, SPLITS
 from affectsim_core.ros.topics import TOPICS
 from affectsim_eval.episode.recording_options import DEFAULT_MAX_MB
+from affectsim_eval.run.config import MAX_SHARDS, Shard
 from affectsim_nav.base_control import EXECUTIONS
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS
@@ -45,7 +46,7 @@ class LaunchArgument:
     choices: Sequence[str] | Callable[[], Sequence[str]] | None = None  # a callable: a registry's names
     check: Callable[[str], bool] | None = None
     expected: str = ""
-    node: str = "bridge"  # parameter of this node
+    node: str | None = "bridge"  # parameter of this node (None: the launcher's own argument)
     param_type: Callable[[str], object] = str
     also: tuple[str, ...] = ()  # further nodes that take the same parameter
     remap: str | None = None  # instead of a parameter: the interface name (a key of TOPICS) this remaps
@@ -142,6 +143,13 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    f"({TOPICS['person_detections']}): on (detect_rate_hz of the params file), off, or auto: off in "
                    "the bench graph unless record:=true (nothing else in a run reads them: the policy detects for "
                    "itself), on in the stack and robot graphs", choices=DETECTIONS, node="perception"),
+    LaunchArgument("shard", "0/1", "evaluator: part k/N of the run (a contiguous block of its episodes, from 0); "
+                   "the N parts, each its own graph on its own ROS domain, share output_dir and the last writes "
+                   "the report", check=lambda v: _shard_ok(v), expected=f"k/N with 0 <= k < N <= {MAX_SHARDS}", node="evaluator"),
+    LaunchArgument("graphs", "1", "affectsim launch bench: copies of the graph run side by side, each on its own ROS "
+                   "domain and part (shard) of the episodes, into one output_dir: records are the same, the run "
+                   "shorter on a machine with cores to spare", check=_int_in(1, MAX_SHARDS),
+                   expected=f"an integer in [1, {MAX_SHARDS}]", node=None),
     LaunchArgument("passive_cache", "off", "evaluator: directory where the passive settings are looked up and kept "
                    "('' = data_dir's cache/passive, 'off' = none)", node="evaluator"),
     LaunchArgument("execution", "lockstep", "nav: how primitive actions move the robot: lockstep "
@@ -151,6 +159,14 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                      check=lambda v: v.startswith("/") and " " not in v, expected="an absolute topic name", remap=key)
       for key in REMAPPABLE),
 )
+
+
+def _shard_ok(value: str) -> bool:
+    try:
+        Shard.parse(value)
+        return True
+    except InvalidInput:
+        return False
 
 
 def _scene_ok(value: str) -> bool:
@@ -201,9 +217,16 @@ def validate_launch_args(values: dict[str, str], graph: str = "bench") -> dict[s
             raise InvalidInput(f"launch argument {name}", value, f"one of {', '.join(choices)}")
         if arg.check is not None and not arg.check(value):
             raise InvalidInput(f"launch argument {name}", value, arg.expected)
-        if arg.remap is None and name != "detections":
+        if arg.remap is None and arg.node is not None and name != "detections":
             for node in (arg.node, *arg.also):
                 overrides.setdefault(node, {})[name] = arg.param_type(value)
+    if values.get("graphs", "1") != "1":
+        if graph != "bench":
+            raise InvalidInput("launch argument graphs", values["graphs"], f"1 for the {graph} graph (only the bench "
+                               "graph is split into parts)")
+        if "shard" in values:
+            raise InvalidInput("launch argument shard", values["shard"], "no shard with graphs:=N (each of the N "
+                               "graphs gets its own part)")
     detections = values.get("detections", "auto")
     if detections == "off" or (detections == "auto" and graph == "bench" and values.get("record", "false") != "true"):
         overrides.setdefault("perception", {})["detect_rate_hz"] = 0.0

@@ -47,8 +47,9 @@ class GraphProcesses:
 
     def __init__(self, graph: str = "bench", args: dict[str, str] | None = None, domain_id: int | None = None,
                  params_file: Path | None = None, extra_params: dict[str, dict[str, object]] | None = None,
-                 log_dir: Path | None = None, nodes: tuple[str, ...] | None = None) -> None:
-        """``nodes``: run only these nodes of the graph (default: all)."""
+                 log_dir: Path | None = None, nodes: tuple[str, ...] | None = None, tag: str = "") -> None:
+        """``nodes``: run only these nodes of the graph (default: all); ``tag``: put before every line the
+        nodes write to the terminal (which of several graphs said it)."""
         if graph not in GRAPHS:
             raise KeyError(f"unknown graph {graph!r}; known: {', '.join(GRAPHS)}")
         names = [spec.name for spec in GRAPHS[graph]]
@@ -70,6 +71,7 @@ class GraphProcesses:
         self._log_dir = log_dir
         self._said: dict[str, str] = {}  # each node's last line in its own words (`[name] ...`): why it stopped
         self._forwarders: list[threading.Thread] = []
+        self._tag = tag
         try:
             self.env = loopback_env(self.domain_id, robot=graph == "robot")  # a robot's own middleware is respected
             for spec in GRAPHS[graph]:
@@ -105,7 +107,7 @@ class GraphProcesses:
     def _forward(self, name: str, stream) -> None:
         """Copy a node's stderr to ours line by line, remembering its last line in its own words."""
         for line in stream:
-            sys.stderr.write(line)
+            sys.stderr.write(self._tag + line)
             sys.stderr.flush()
             if line.startswith(f"[{name}] "):
                 self._said[name] = line.strip()
@@ -156,36 +158,58 @@ class GraphProcesses:
 
 
 def run(graph: str, args: dict[str, str], domain_id: int | None = None, params_file: Path | None = None) -> int:
-    """Foreground launch: returns when a node exits or on Ctrl-C / SIGTERM, with all nodes stopped."""
+    """Foreground launch: returns when a node exits or on Ctrl-C / SIGTERM, with all nodes stopped.
+
+    With ``graphs:=N`` (bench only) N copies of the graph run side by side, each on its own ROS domain
+    (``domain_id``, if given, is the first's; the others are picked free) with its part ``k/N`` of the
+    episodes; a copy stops when one of its nodes exits (its evaluator, once its part is done) and the
+    launch returns when every copy has stopped, non-zero if a node of any copy failed."""
     stop = {"sig": None}
 
     def on_signal(signum, _frame) -> None:
         stop["sig"] = signum
 
+    validate_launch_args(args, graph)  # every argument checked before any node starts
+    n = int(args.get("graphs", "1"))
+    node_args = {k: v for k, v in args.items() if k != "graphs"}
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    running: list[GraphProcesses] = []
     try:
-        procs = GraphProcesses(graph, args, domain_id, params_file)
-        if procs.shm_cleaned[0]:
-            print(f"[affectsim] removed {procs.shm_cleaned[0]} stale Fast DDS shared-memory files from /dev/shm "
-                  f"({procs.shm_cleaned[1] / 2**20:.0f} MiB)", flush=True)
-        print(f"[affectsim] graph {graph!r} running: {procs.pids()} on ROS_DOMAIN_ID={procs.domain_id} "
-              f"(FASTDDS_DEFAULT_PROFILES_FILE={procs.env['FASTDDS_DEFAULT_PROFILES_FILE']}). Ctrl-C to stop.", flush=True)
+        for k in range(n):
+            part = {**node_args, "shard": f"{k}/{n}"} if n > 1 else node_args
+            procs = GraphProcesses(graph, part, domain_id if k == 0 else None, params_file,
+                                   tag=f"[graph {k}] " if n > 1 else "")
+            running.append(procs)
+            if procs.shm_cleaned[0]:
+                print(f"[affectsim] removed {procs.shm_cleaned[0]} stale Fast DDS shared-memory files from /dev/shm "
+                      f"({procs.shm_cleaned[1] / 2**20:.0f} MiB)", flush=True)
+            print(f"[affectsim] graph {graph!r}{f' {k} of {n}' if n > 1 else ''} running: {procs.pids()} on "
+                  f"ROS_DOMAIN_ID={procs.domain_id} (FASTDDS_DEFAULT_PROFILES_FILE="
+                  f"{procs.env['FASTDDS_DEFAULT_PROFILES_FILE']}). Ctrl-C to stop.", flush=True)
         code = 0
-        failed: list[str] = []
-        while stop["sig"] is None:
-            exited = {n: c for n, c in procs.poll().items() if c is not None}
-            if exited:
-                print(f"[affectsim] node exited: {exited}; stopping the graph", file=sys.stderr, flush=True)
-                code = 1 if any(exited.values()) else 0
-                failed = [n for n, c in exited.items() if c]
-                break
+        reasons: list[str] = []
+        live = list(running)
+        while live and stop["sig"] is None:
+            for procs in list(live):
+                exited = {name: c for name, c in procs.poll().items() if c is not None}
+                if not exited:
+                    continue
+                which = f" of graph {running.index(procs)}" if n > 1 else ""
+                print(f"[affectsim] node exited{which}: {exited}; stopping the graph", file=sys.stderr, flush=True)
+                failed = [name for name, c in exited.items() if c]
+                code = max(code, 1 if failed else 0)
+                codes = procs.stop()
+                live.remove(procs)
+                print(f"[affectsim] stopped{which}: {codes}", flush=True)
+                reasons += [procs.reason(name) for name in failed if procs.reason(name)]
             time.sleep(0.1)
-        codes = procs.stop()
-        print(f"[affectsim] stopped: {codes}", flush=True)
-        reasons = [procs.reason(n) for n in failed if procs.reason(n)]
+        for procs in live:  # Ctrl-C / SIGTERM
+            print(f"[affectsim] stopped: {procs.stop()}", flush=True)
         if reasons:  # the last line a user sees says why (and what to run first), not the other nodes' shutdown
             print(f"[affectsim] the graph stopped because {reasons[0]}", file=sys.stderr, flush=True)
         return code
     finally:
+        for procs in running:
+            procs.stop()
         for s, h in old.items():
             signal.signal(s, h)

@@ -20,6 +20,7 @@ from launch.events import Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from affectsim_core.errors import InvalidInput
 from affectsim_core.plugins import load_plugins
 from affectsim_core.ros.env import loopback_env
 from affectsim_core.ros.shm import clean_stale
@@ -29,6 +30,10 @@ from affectsim_ros.graph import GRAPHS, LAUNCH_ARGUMENTS, default_params_file, l
 def _nodes(context):
     values = {a.name: LaunchConfiguration(a.name).perform(context) for a in LAUNCH_ARGUMENTS}
     overrides = validate_launch_args(values, "bench")  # raises naming the bad argument
+    if values["graphs"] != "1":  # one launch is one ROS domain: the parts of a run need one each
+        raise InvalidInput("launch argument graphs", values["graphs"], "1 with ros2 launch: start N launches, each "
+                           "with its own ROS_DOMAIN_ID and shard:=k/N (k = 0..N-1) into the same output_dir, or "
+                           "`affectsim launch bench graphs:=N`, which does that")
     params = LaunchConfiguration("params_file").perform(context)
     nodes = {spec.name: Node(package="affectsim", executable=spec.executable, output="screen",  # no name=: see launcher.py
                              parameters=[params, overrides.get(spec.name, {})], remappings=launch_remaps(values))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -14,9 +15,11 @@ import subprocess
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import psutil
 import pytest
+import yaml
 from rosbags.highlevel import AnyReader
 
 from affectsim_core.errors import InvalidInput
@@ -33,6 +36,7 @@ from affectsim_eval.run.store import ResultsStore
 from affectsim_ros.launcher import GraphProcesses
 
 AFFECTSIM = [sys.executable, "-m", "affectsim_ros.cli"]
+ROOT = Path(__file__).resolve().parent.parent
 FAST = "majority,uniform"  # references: no model inference, so these tests time the pipeline only
 SMALL = {"allow_dataset_mismatch": "true"}  # the small test dataset is not the one the checkpoints were trained on
 
@@ -85,6 +89,34 @@ def test_ros_graph_records_equal_in_process_records_and_mcap_is_readable(small_d
             assert (img.height, img.width, img.encoding) == (224, 224, "rgb8")
             n += 1
         assert n == (8 if not off[ids[0]]["a_obs"]["fallback"] else 0)
+
+
+def test_two_graphs_side_by_side_give_the_records_of_one_run(small_data, tmp_path):
+    """``affectsim launch bench graphs:=2``: two graphs on two ROS domains, each evaluating its part of the
+    episodes into one store; the records are those of an in-process run, and one report covers both."""
+    data, _ = small_data
+    ids = ("test_ag_000000", "test_oc_000000")
+    run_eval(tmp_path / "offline", EvalConfig(ids=ids, recognizers=("majority",)), workers=1, data=data,
+             log=lambda m: None, allow_dataset_mismatch=True)
+    params = yaml.safe_load((ROOT / "config" / "bench.yaml").read_text())
+    params["bridge"]["ros__parameters"]["motion_library"] = str(data / "motions")
+    params["evaluator"]["ros__parameters"]["data_dir"] = str(data)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    run = tmp_path / "ros"
+    out = subprocess.run([*AFFECTSIM, "launch", "bench", "graphs:=2", "episodes:=0", f"episode_ids:={','.join(ids)}",
+                          "recognizers:=majority", f"output_dir:={run}", "allow_dataset_mismatch:=true",
+                          "--params-file", str(tmp_path / "params.yaml")],
+                         env=loopback_env(pick_domain_id()), capture_output=True, text=True, timeout=600)
+    said = out.stdout + out.stderr
+    assert out.returncode == 0, said[-3000:]
+    domains = re.findall(r"graph 'bench' (\d) of 2 running: .* on ROS_DOMAIN_ID=(\d+)", said)
+    assert sorted(k for k, _ in domains) == ["0", "1"] and len({d for _, d in domains}) == 2, said[-3000:]
+    assert "[graph 0] " in said and "[graph 1] " in said  # each graph's lines say which it is
+    assert "report: " in said, said[-3000:]  # by the part that finished last (by both if they finish together)
+    off, on = _records(tmp_path / "offline"), _records(run)
+    assert set(on) == set(ids) and all(on[i]["status"] == "ok" for i in ids), on
+    assert on == off
+    assert (run / "report.md").is_file()
 
 
 @pytest.mark.slow  # ~50 s: keeps `make test` under 10 min; the in-process reactive test (test_reactive.py) stays fast

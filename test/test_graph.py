@@ -102,11 +102,23 @@ def test_launch_topics_up_then_ctrl_c_leaves_no_process():
     ("scene:=atlantis", "launch argument scene='atlantis' is invalid"),
     ("real_time_factor:=-1", "launch argument real_time_factor='-1' is invalid"),
     ("colour:=red", "launch argument='colour' is invalid"),
+    ("graphs:=0", "launch argument graphs='0' is invalid; expected an integer in [1, 64]"),
+    ("shard:=2/2", "launch argument shard='2/2' is invalid; expected k/N with 0 <= k < N <= 64"),
 ])
 def test_bad_launch_arguments_fail_fast(arg, message):
     proc = subprocess.run([*AFFECTSIM, "launch", "bench", arg], env=loopback_env(pick_domain_id()),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and message in proc.stderr
+
+
+def test_graphs_are_refused_where_a_run_cannot_be_split():
+    for graph, args, message in (("stack", ["graphs:=2"], "launch argument graphs='2' is invalid; expected 1 for the "
+                                  "stack graph"),
+                                 ("bench", ["graphs:=2", "shard:=0/2"], "launch argument shard='0/2' is invalid; "
+                                  "expected no shard with graphs:=N")):
+        proc = subprocess.run([*AFFECTSIM, "launch", graph, *args], env=loopback_env(pick_domain_id()),
+                              capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 2 and message in proc.stderr, proc.stderr
 
 
 def test_bad_node_parameter_stops_the_node_with_a_clear_message():

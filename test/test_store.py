@@ -1,4 +1,5 @@
-"""Results store: round trip, refusals, resume, merge, and a writer killed with SIGKILL."""
+"""Results store: round trip, refusals, resume, merge, a writer killed with SIGKILL, and the parts of a
+sharded run writing into one store."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 
 from affectsim_core.errors import InvalidInput
+from affectsim_eval.run.config import Shard
+from affectsim_eval.run.loop import EpisodeResult, run_episodes
 from affectsim_eval.run.store import ResultsStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -246,3 +249,41 @@ def test_sigkilled_writer_keeps_every_reported_record_and_resumes(tmp_path):
             assert r["episode_id"] == all_ids[i] and r["pad"] == "x" * 2000 and len(r["curve"]) == 100
             assert r["curve"][0] == i / 7 and math.isnan(r["curve"][1])
         assert store.pending(all_ids) == all_ids[len(stored):]
+
+
+def test_shards_split_a_run_into_blocks_and_the_last_one_sees_it_complete(tmp_path):
+    """Three parts of one run write into one store from three threads; each evaluates only its block,
+    and only once every block is stored does a part see the run complete."""
+    eps = [type("Ep", (), {"episode_id": f"e{i:02d}"})() for i in range(10)]
+    meta = {"config": CONFIG, "episode_ids": [e.episode_id for e in eps]}
+    blocks = [Shard(k, 3).of(eps) for k in range(3)]
+    assert [len(b) for b in blocks] == [3, 3, 4] and sum(blocks, []) == eps  # contiguous, disjoint, all
+    gate, seen, summaries = threading.Barrier(3), {}, {}
+
+    def evaluate(k: int):
+        def run(todo):
+            seen[k] = [e.episode_id for e in todo]
+            gate.wait(30)  # all three parts are running at once
+            for e in todo:
+                yield EpisodeResult(e.episode_id, "f", "happy", None, "x", 0.0, f"w{k}", {})
+        return run
+
+    def part(k: int) -> None:
+        summaries[k] = run_episodes(tmp_path, meta, eps, evaluate(k), "test", log=lambda m: None, shard=Shard(k, 3))
+
+    threads = [threading.Thread(target=part, args=(k,)) for k in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert seen == {k: [e.episode_id for e in blocks[k]] for k in range(3)}
+    assert all(s.total == len(blocks[k]) and s.done == len(blocks[k]) for k, s in summaries.items())
+    assert any(s.complete for s in summaries.values())
+    again = run_episodes(tmp_path, meta, eps, evaluate(0), "test", log=lambda m: None, shard=Shard(0, 3))
+    assert again.skipped == 3 and again.done == 0 and again.complete and again.run_ok == 0
+
+
+@pytest.mark.parametrize("text", ["3/3", "0/0", "-1/2", "1", "a/b", "0/65", " / "])
+def test_a_bad_shard_is_refused_naming_the_field(text):
+    with pytest.raises(InvalidInput, match=r"shard=.* is invalid; expected k/N with 0 <= k < N <= 64"):
+        Shard.parse(text)

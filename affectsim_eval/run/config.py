@@ -29,6 +29,33 @@ from affectsim_perception.recognizers.base import read_manifest as read_checkpoi
 DATA_DIR = DATASET_DIR.parent  # holds motions/, scenes/ and episodes/ (`make bench` builds them)
 MAX_BUDGET = 100_000  # upper bound of either budget a run may set
 DATASET_KEY = "dataset_split_sha256"  # run metadata: the checksum of the split a run evaluates
+MAX_SHARDS = 64  # most parts a run may be split into (``shard:=k/N``, ``graphs:=N``)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Part ``index`` of ``count`` of a run: the ``index``-th of ``count`` contiguous blocks of the run's
+    episodes (they are grouped by scene, so a block keeps its scenes together). Every part writes into
+    the same results store; the run's metadata, resume and report are those of the whole run."""
+
+    index: int = 0
+    count: int = 1
+
+    @classmethod
+    def parse(cls, text: str, field: str = "shard") -> "Shard":
+        """``"k/N"`` (0 <= k < N <= :data:`MAX_SHARDS`); InvalidInput naming ``field`` otherwise."""
+        k, sep, n = str(text).strip().partition("/")
+        if not (sep and k.isdigit() and n.isdigit() and 0 <= int(k) < int(n) <= MAX_SHARDS):
+            raise InvalidInput(field, text, f"k/N with 0 <= k < N <= {MAX_SHARDS} (part k of N, counted from 0)")
+        return cls(int(k), int(n))
+
+    def of(self, episodes: list[Episode]) -> list[Episode]:
+        """This part's block of ``episodes`` (the blocks' sizes differ by one at most)."""
+        n = len(episodes)
+        return episodes[self.index * n // self.count:(self.index + 1) * n // self.count]
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.names import inside
 from affectsim_core.record import EpisodeRecord
 from affectsim_core.timing import StageTimes
-from affectsim_eval.run.config import DATASET_KEY
+from affectsim_eval.run.config import DATASET_KEY, Shard
 from affectsim_eval.episode.orchestrator import EvaluatedEpisode
 from affectsim_eval.run.store import ResultsStore
 
@@ -118,10 +118,10 @@ def save_thumbnail(path: Path, jpeg: bytes) -> None:
 
 @dataclass
 class RunSummary:
-    """What a call to :func:`run_episodes` did: episodes in the run, already stored, evaluated now,
-    failed now; wall time (s), the seconds per stage summed over the evaluated episodes, and at the
-    end every episode of the run the store holds as failed (``(episode_id, reason)``: this call's
-    and earlier ones')."""
+    """What a call to :func:`run_episodes` did: episodes of its shard, already stored, evaluated now,
+    failed now; wall time (s), the seconds per stage summed over the evaluated episodes, at the end
+    every episode of the shard the store holds as failed (``(episode_id, reason)``: this call's and
+    earlier ones'), and whether the whole run is stored."""
 
     out: Path
     total: int
@@ -131,16 +131,25 @@ class RunSummary:
     wall: float = 0.0
     seconds: Counter = field(default_factory=Counter)
     failures: list[tuple[str, str]] = field(default_factory=list)
+    complete: bool = False  # the store holds every episode of the whole run (every shard's), ok or failed
+    run_ok: int = 0  # episodes of the whole run stored as ok
 
 
 def run_episodes(out: Path, meta: dict, episodes: list[Episode],
                  evaluate: Callable[[list[Episode]], Iterable[EpisodeResult]], where: str,
-                 retry_failed: bool = False, log: Callable[[str], None] = print) -> RunSummary:
+                 retry_failed: bool = False, log: Callable[[str], None] = print,
+                 shard: Shard = Shard()) -> RunSummary:
     """Evaluate the pending ``episodes`` of the run in ``out`` with ``evaluate`` (``where``: how, for the
-    log) and commit every result to ``out/results.sqlite`` as it arrives (resuming a previous run)."""
+    log) and commit every result to ``out/results.sqlite`` as it arrives (resuming a previous run).
+    With a ``shard`` only its block of ``episodes`` is evaluated; other processes may write the other
+    blocks into the same store at the same time (``meta`` is the whole run's in every one)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     split = meta.get("config", {}).get("split", "")
+    run_ids = [e.episode_id for e in episodes]
+    if shard.count > 1:
+        where += f", shard {shard} of the run's {len(episodes)}"
+        episodes = shard.of(episodes)
     with ResultsStore.open(out / "results.sqlite", meta) as store:
         started_on = store.meta().get(DATASET_KEY)
         if started_on is not None and meta.get(DATASET_KEY) != started_on:
@@ -167,4 +176,6 @@ def run_episodes(out: Path, meta: dict, episodes: list[Episode],
         summary.wall = time.perf_counter() - t0
         ids = {e.episode_id for e in episodes}
         summary.failures = [(i, why) for i, why in store.failures() if i in ids]
+        summary.complete = not store.pending(run_ids)
+        summary.run_ok = len(run_ids) - len(store.pending(run_ids, retry_failed=True))
     return summary
