@@ -3,7 +3,10 @@
 Callers on any thread hand it work with :meth:`SimulatorThread.call`, which waits with a
 timeout. In free-running mode the thread also advances sim time in fixed ticks,
 paced to ``real_time_factor`` x wall time; if rendering cannot keep up, sim time
-falls behind and the measured real-time factor drops (it is never faked).
+falls behind and the measured real-time factor drops (it is never faked). Sim time never
+races to make up for lost wall time: once it is more than :data:`MAX_LAG_S` behind its schedule
+(a long call such as loading a world or rendering a passive clip, or slow ticks) the pace starts
+again from now, as a robot's world does not hurry after a stall of its computer.
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ import queue
 import threading
 import time
 from typing import Any, Callable
+
+
+MAX_LAG_S = 0.1  # wall s behind the paced schedule made up by ticking without waiting; beyond it, forgiven
 
 
 class SimulatorThread:
@@ -58,6 +64,9 @@ class SimulatorThread:
                 if self._origin is None:
                     self._origin = (now, 0.0)
                 due = self._origin[0] + self._origin[1] / self._rtf
+                if now - due > MAX_LAG_S:  # behind: pace on from now instead of bursting to catch up
+                    self._origin = (now, 0.0)
+                    due = now
                 wait = max(0.0, due - now)
             try:
                 item = self._queue.get(timeout=wait) if wait != 0.0 else self._queue.get_nowait()
