@@ -55,9 +55,43 @@ def test_per_bench_defaults_and_checked_values(capsys):
     assert parse(["bench", "full"]).episodes == 12  # was: 100 meant "not given", so --episodes 100 ran 12
     assert parse(["bench", "full", "--episodes", "100"]).episodes == 100
     assert parse(["bench", "transfer"]).episodes == 60
+    assert parse(["bench", "pace"]).factors == (2.0, 3.0)
+    assert parse(["bench", "pace", "--factors", "3,1.5,3"]).factors == (1.5, 3.0)
     for bad in (["bench", "nav", "--episodes", "0"], ["bench", "transfer", "--repeats", "-1"],
-                ["bench", "social", "--workers", "x"]):
+                ["bench", "social", "--workers", "x"], ["bench", "pace", "--factors", "1"],
+                ["bench", "pace", "--factors", "2,nan"], ["bench", "full", "--graphs", "0"]):
         with pytest.raises(SystemExit) as exit_:
             parse(bad)
         assert exit_.value.code == 2
         assert bad[2] in capsys.readouterr().err
+
+
+def test_the_achieved_pace_leaves_the_simulators_pauses_out():
+    from affectsim_ros.benches.transfer import achieved_factor
+
+    paced = [(0.01 * k, 0.02 * k) for k in range(101)]  # 1 wall s at factor 2
+    after_pause = [(3.0 + 0.01 * k, 2.0 + 0.02 * k) for k in range(101)]  # 2 wall s paused (a passive render)
+    pace = achieved_factor(paced + after_pause)
+    assert abs(pace["running"] - 2.0) < 1e-9 and abs(pace["overall"] - 4.0 / 4.0) < 1e-9
+
+
+def _pace_run(achieved: float, outcome_equal: float | None = None, lo: float = -0.05, hi: float = 0.05) -> dict:
+    run = {"achieved": {"running": achieved}}
+    if outcome_equal is not None:
+        run["vs_run_1"] = {"outcome_equal": outcome_equal, "a_obs_difference":
+                           {"estimate": 0.0, "low": lo, "high": hi, "units": 10, "resamples": 2000, "undefined": 0.0}}
+    return run
+
+
+@pytest.mark.parametrize("faster, largest", [
+    ({"2": _pace_run(1.95, 0.9), "3": _pace_run(2.9, 0.86)}, 3.0),
+    ({"2": _pace_run(1.95, 0.9), "3": _pace_run(2.5, 0.9)}, 2.0),  # does not keep its pace at 3
+    ({"2": _pace_run(1.95, 0.8), "3": _pace_run(2.9, 0.9)}, 1.0),  # outcomes change at 2: 3 is not tried
+    ({"2": _pace_run(1.95, 0.9, 0.02, 0.2), "3": _pace_run(2.9, 0.9)}, 1.0),  # A-Obs moves at 2
+])
+def test_the_largest_pace_within_the_spread_at_factor_1(faster, largest):
+    from affectsim_ros.benches.pace import verdicts
+
+    res = {"runs": {"rtf_1_run_1": _pace_run(1.0), "rtf_1_run_2": _pace_run(1.0, 0.9),
+                    **{f"rtf_{f}": r for f, r in faster.items()}}}
+    assert verdicts(res, [2.0, 3.0])[1] == largest

@@ -21,10 +21,14 @@ Each condition is its own results store under the work directory: a killed bench
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rosgraph_msgs.msg import Clock
 
 from affectsim_bridge.bridge_node import NOISE_LOCKSTEP_ONLY
 from affectsim_bridge.world.noise import CONFIG_PREFIX, ENABLED, NOISE_MODELS
@@ -32,6 +36,9 @@ from affectsim_core.atomic import write_json
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import SETTINGS
 from affectsim_core.record import EpisodeRecord
+from affectsim_core.ros.conversions import from_time
+from affectsim_core.ros.env import ensure_loopback
+from affectsim_core.ros.topics import TOPICS
 from affectsim_eval.run.config import EvalConfig, select_episodes
 from affectsim_core.resampling import Interval, bootstrap_interval
 from affectsim_eval.scoring import markdown as md
@@ -41,6 +48,8 @@ from affectsim_eval.run.store import ResultsStore
 from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.benches import add_dataset_options, add_out, add_runs_options, bench, conditions_of, positive_int
 
+DEFAULT_REAL_TIME_FACTOR = 1.0  # the continuous-time conditions' pace (`affectsim bench pace` measures how fast)
+PAUSE_S = 0.25  # wall s without a /clock message (one every tick) that counts as a pause of the simulation
 # s, the evaluator's request timeout in continuous time: an acquisition that spends its 480-action budget
 # takes ~500 s of sim time, more wall time when the machine cannot keep the pace (600 s timed out, load 7)
 FREE_RUN_TIMEOUT_S = 3600.0
@@ -58,24 +67,71 @@ def conditions(repeats: int, real_time_factor: float) -> dict[str, tuple[dict[st
     return out
 
 
-def _records(run: Path) -> dict[str, EpisodeRecord]:
+def stored_records(run: Path) -> dict[str, EpisodeRecord]:
+    """The records a run directory's store holds as ok, by episode id."""
     with ResultsStore.open(run / "results.sqlite") as st:
         return {r["episode_id"]: EpisodeRecord.from_dict(r, str(run)) for r in st.records("ok")}
 
 
-def _run(run: Path, ids: list[str], args: dict[str, str], bridge: dict, log) -> float:
+class ClockSampler:
+    """(wall s, sim s) pairs of a graph's ``/clock``, received by a node of this process on ``domain_id``."""
+
+    def __init__(self, domain_id: int) -> None:
+        ensure_loopback(domain_id)
+        self.samples: list[tuple[float, float]] = []
+        self._ctx = rclpy.Context()
+        rclpy.init(context=self._ctx, domain_id=domain_id)
+        self._node = rclpy.create_node("bench_clock", context=self._ctx)
+        self._node.create_subscription(Clock, TOPICS["clock"], self._on_clock, 100)
+        self._exec = SingleThreadedExecutor(context=self._ctx)
+        self._exec.add_node(self._node)
+        self._thread = threading.Thread(target=self._exec.spin, name="bench-clock", daemon=True)
+        self._thread.start()
+
+    def _on_clock(self, msg: Clock) -> None:
+        self.samples.append((time.monotonic(), from_time(msg.clock)))
+
+    def close(self) -> None:
+        self._exec.shutdown()
+        self._node.destroy_node()
+        rclpy.try_shutdown(context=self._ctx)
+        self._thread.join(5.0)
+
+
+def achieved_factor(samples: list[tuple[float, float]], pause_s: float = PAUSE_S) -> dict[str, float]:
+    """Sim seconds per wall second while the clock ran (between consecutive samples at most ``pause_s``
+    wall s apart: the simulator's pauses to load a world or render a passive clip are left out) and over
+    the whole span; NaN where there is no such interval."""
+    ran_wall = ran_sim = 0.0
+    for (w0, s0), (w1, s1) in zip(samples, samples[1:]):
+        if 0.0 < w1 - w0 <= pause_s and s1 >= s0:
+            ran_wall, ran_sim = ran_wall + (w1 - w0), ran_sim + (s1 - s0)
+    span = samples[-1][0] - samples[0][0] if len(samples) > 1 else 0.0
+    return {"running": ran_sim / ran_wall if ran_wall > 0 else float("nan"),
+            "overall": (samples[-1][1] - samples[0][1]) / span if span > 0 else float("nan")}
+
+
+def run_condition(run: Path, ids: list[str], args: dict[str, str], bridge: dict, log, who: str = "transfer") -> dict:
+    """``ids`` through one bench graph with launch ``args`` and extra ``bridge`` parameters into ``run``
+    (resumed): its wall time (s) and, in continuous time, the real-time factor it achieved."""
     t0 = time.perf_counter()
     args = {**args, "episodes": "0", "episode_ids": ",".join(ids), "output_dir": str(run)}
     extra: dict[str, dict] = {"bridge": bridge} if bridge else {}
-    if args.get("mode") == "free_run":
+    free = args.get("mode") == "free_run"
+    if free:
         extra["evaluator"] = {"timeout_s": FREE_RUN_TIMEOUT_S}
     with GraphProcesses("bench", args=args, extra_params=extra or None, log_dir=run / "logs") as g:
-        while g.poll()["evaluator"] is None:
-            time.sleep(0.5)
+        clock = ClockSampler(g.domain_id) if free else None
+        try:
+            while g.poll()["evaluator"] is None:
+                time.sleep(0.5)
+        finally:
+            if clock is not None:
+                clock.close()
         code = g.poll()["evaluator"]
     if code != 0:
-        log(f"[bench transfer] {run.name}: the evaluator exited {code} (see {run / 'logs' / 'evaluator.log'})")
-    return time.perf_counter() - t0
+        log(f"[bench {who}] {run.name}: the evaluator exited {code} (see {run / 'logs' / 'evaluator.log'})")
+    return {"wall_s": time.perf_counter() - t0, "achieved": achieved_factor(clock.samples) if clock else None}
 
 
 def _summary(records: dict[str, EpisodeRecord]) -> dict:
@@ -109,7 +165,7 @@ def agreement(a: dict[str, EpisodeRecord], b: dict[str, EpisodeRecord]) -> dict[
             "trajectory_equal": float(np.mean([a[i].a_obs.trajectory == b[i].a_obs.trajectory for i in ids]))}
 
 
-def run(out: Path | None = None, episodes: int = 60, repeats: int = 2, real_time_factor: float = 1.0,
+def run(out: Path | None = None, episodes: int = 60, repeats: int = 2, real_time_factor: float = DEFAULT_REAL_TIME_FACTOR,
         split: str = "test", work: Path | None = None, only: tuple[str, ...] = (), log=print,
         allow_dataset_mismatch: bool = False) -> dict:
     """Run the conditions (``only``: those of them; the table covers every condition with a store)."""
@@ -122,14 +178,18 @@ def run(out: Path | None = None, episodes: int = 60, repeats: int = 2, real_time
         raise InvalidInput("--conditions", unknown, f"names from {', '.join(conds)}")
     log(f"[bench transfer] {len(ids)} stratified {split} episodes; conditions {', '.join(conds)}; "
         f"noise models {', '.join(NOISE_MODELS.names())}; work directory {work} (resumes)")
-    res: dict = {"episodes": len(ids), "real_time_factor": real_time_factor, "conditions": {}, "wall_s": {}}
+    res: dict = {"episodes": len(ids), "real_time_factor": real_time_factor, "conditions": {}, "wall_s": {},
+                 "achieved_real_time_factor": {}}
     runs: dict[str, dict[str, EpisodeRecord]] = {}
     for name, (args, bridge) in conds.items():
         if not only or name in only:
-            res["wall_s"][name] = _run(work / name, ids, args, bridge, log)
+            ran = run_condition(work / name, ids, args, bridge, log)
+            res["wall_s"][name] = ran["wall_s"]
+            if ran["achieved"] is not None:
+                res["achieved_real_time_factor"][name] = ran["achieved"]
         elif not (work / name / "results.sqlite").is_file():
             continue
-        runs[name] = {i: r for i, r in _records(work / name).items() if i in set(ids)}
+        runs[name] = {i: r for i, r in stored_records(work / name).items() if i in set(ids)}
         res["conditions"][name] = _summary(runs[name])
         g = res["conditions"][name]["group"]
         log(f"[bench transfer] {name}: {len(runs[name])} episodes in {res['wall_s'].get(name, 0):.0f} s; group A-Obs "
@@ -177,6 +237,9 @@ def table(res: dict) -> str:
     for name, d in res.get("a_obs_differences", {}).items():
         out.append(f"Group A-Obs {name}: {Interval(**d).text(100)} points (95 % paired bootstrap over "
                    f"{d['units']} episodes)")
+    if res.get("achieved_real_time_factor"):
+        out.append(f"Real-time factor achieved while the simulation ran (requested {res['real_time_factor']:g}): " +
+                   ", ".join(f"{n} {v['running']:.2f}" for n, v in res["achieved_real_time_factor"].items()))
     a = res["lockstep_vs_cmd_vel"]
     if a:
         out.append(f"Lockstep vs cmd_vel, episode by episode: A-Obs predictions equal "
@@ -188,7 +251,8 @@ def _arguments(p) -> None:
     add_out(p)
     add_dataset_options(p, episodes=60)
     p.add_argument("--repeats", type=positive_int, default=2, help="runs of the continuous-time condition (default 2)")
-    p.add_argument("--real-time-factor", type=float, default=1.0, help="the free-running bridge's pace (0.1..10, default 1)")
+    p.add_argument("--real-time-factor", type=float, default=DEFAULT_REAL_TIME_FACTOR,
+                   help="the free-running bridge's pace (0.1..10, default %(default)s: `affectsim bench pace`)")
     add_runs_options(p, ", ".join(conditions(2, 1.0)))
 
 
