@@ -157,29 +157,45 @@ class GraphProcesses:
         return self.poll()
 
 
-def run(graph: str, args: dict[str, str], domain_id: int | None = None, params_file: Path | None = None) -> int:
-    """Foreground launch: returns when a node exits or on Ctrl-C / SIGTERM, with all nodes stopped.
+def start_parts(graph: str, args: dict[str, str], domain_id: int | None = None, params_file: Path | None = None,
+                log_dir: Path | None = None, extra_params: dict[str, dict[str, object]] | None = None,
+                ) -> list[GraphProcesses]:
+    """Start the graph, or with ``graphs:=N`` (bench only) N copies of it side by side, each on its own ROS
+    domain (``domain_id``, if given, is the first's; the others are picked free) with its part ``k/N`` of the
+    episodes (``log_dir``: each copy's node logs, in ``graph<k>/`` below it when N > 1). If one fails to
+    start, those already started are stopped."""
+    validate_launch_args(args, graph)  # every argument checked before any node starts
+    n = int(args.get("graphs", "1"))
+    node_args = {k: v for k, v in args.items() if k != "graphs"}
+    parts: list[GraphProcesses] = []
+    try:
+        for k in range(n):
+            parts.append(GraphProcesses(graph, {**node_args, "shard": f"{k}/{n}"} if n > 1 else node_args,
+                                        domain_id if k == 0 else None, params_file, extra_params,
+                                        log_dir / f"graph{k}" if log_dir is not None and n > 1 else log_dir,
+                                        tag=f"[graph {k}] " if n > 1 else ""))
+    except BaseException:
+        for procs in parts:
+            procs.stop()
+        raise
+    return parts
 
-    With ``graphs:=N`` (bench only) N copies of the graph run side by side, each on its own ROS domain
-    (``domain_id``, if given, is the first's; the others are picked free) with its part ``k/N`` of the
-    episodes; a copy stops when one of its nodes exits (its evaluator, once its part is done) and the
-    launch returns when every copy has stopped, non-zero if a node of any copy failed."""
+
+def run(graph: str, args: dict[str, str], domain_id: int | None = None, params_file: Path | None = None) -> int:
+    """Foreground launch (:func:`start_parts`): a copy of the graph stops when one of its nodes exits (the
+    evaluator, once its part is done); returns when every copy has stopped (non-zero if a node of any
+    failed) or on Ctrl-C / SIGTERM, with all nodes stopped."""
     stop = {"sig": None}
 
     def on_signal(signum, _frame) -> None:
         stop["sig"] = signum
 
-    validate_launch_args(args, graph)  # every argument checked before any node starts
-    n = int(args.get("graphs", "1"))
-    node_args = {k: v for k, v in args.items() if k != "graphs"}
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     running: list[GraphProcesses] = []
     try:
-        for k in range(n):
-            part = {**node_args, "shard": f"{k}/{n}"} if n > 1 else node_args
-            procs = GraphProcesses(graph, part, domain_id if k == 0 else None, params_file,
-                                   tag=f"[graph {k}] " if n > 1 else "")
-            running.append(procs)
+        running = start_parts(graph, args, domain_id, params_file)
+        n = len(running)
+        for k, procs in enumerate(running):
             if procs.shm_cleaned[0]:
                 print(f"[affectsim] removed {procs.shm_cleaned[0]} stale Fast DDS shared-memory files from /dev/shm "
                       f"({procs.shm_cleaned[1] / 2**20:.0f} MiB)", flush=True)
