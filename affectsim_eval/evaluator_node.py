@@ -68,7 +68,7 @@ PARAMS: tuple[Param, ...] = (
     Param("passive_cache", "off", "directory where the passive settings are looked up and kept ('' = data_dir's "
           "cache/passive, 'off' = none; off while recording, which records what is rendered)"),
     Param("exit_when_done", True, "shut the node down after the report is written"),
-    Param("shard", "0/1", "part k/N of the run this evaluator runs (a contiguous block of its episodes, counted "
+    Param("shard", "0/1", "part k/N of the run this evaluator runs (every N-th of its episodes from the k-th, counted "
           "from 0); the N parts share output_dir, and the last to finish writes the report"),
     Param("timeout_s", 600.0, "seconds any request to the bridge, nav or perception node may take", bounds=(1.0, 3600.0)),
 )

@@ -143,7 +143,8 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
                    f"({TOPICS['person_detections']}): on (detect_rate_hz of the params file), off, or auto: off in "
                    "the bench graph unless record:=true (nothing else in a run reads them: the policy detects for "
                    "itself), on in the stack and robot graphs", choices=DETECTIONS, node="perception"),
-    LaunchArgument("shard", "0/1", "evaluator: part k/N of the run (a contiguous block of its episodes, from 0); "
+    LaunchArgument("shard", "0/1", "evaluator: part k/N of the run (every N-th of its episodes from the k-th, "
+                   "counted from 0); "
                    "the N parts, each its own graph on its own ROS domain, share output_dir and the last writes "
                    "the report", check=lambda v: _shard_ok(v), expected=f"k/N with 0 <= k < N <= {MAX_SHARDS}", node="evaluator"),
     LaunchArgument("graphs", "1", "affectsim launch bench: copies of the graph run side by side, each on its own ROS "

@@ -25,6 +25,7 @@ from affectsim_nav.base_control import BaseLimits
 from affectsim_nav.ros_robot import CMD_VEL_TOPICS, CmdVelRobot, OdometryLost
 from affectsim_ros.graph import SIM_ODOM_TIMEOUT_S
 from affectsim_ros.launcher import GraphProcesses
+from waiting import wait_until
 
 SCENE = "test_apartment"
 CAMERA_PERIOD = 1.0 / 15.0  # s, the bridge's free-run camera rate
@@ -135,3 +136,20 @@ def test_a_robot_stand_in_acquires_through_the_robots_own_topics_only(tmp_path):
     assert "Observed on a robot: no dataset episode was evaluated" in text and "not recorded" not in text, text
     bridge_log = (logs / "sim" / "bridge.log").read_text()
     assert "service calls: load_world=1, apply_action=0, render_views=0" in bridge_log, bridge_log
+
+
+def test_the_pace_of_a_free_running_bridge_is_read_from_its_clock(tmp_path):
+    """``bench pace``'s clock sampler on a real free-running bridge at factor 2: sim time advances, and
+    never faster than requested (it does not race after the bridge's start-up stalls)."""
+    from affectsim_ros.benches.transfer import ClockSampler, achieved_factor
+
+    with GraphProcesses("stack", nodes=("bridge",), args={"mode": "free_run", "real_time_factor": "2.0"},
+                        log_dir=tmp_path / "logs") as g:
+        clock = ClockSampler(g.domain_id)
+        try:
+            wait_until(lambda: len(clock.samples) > 1 and clock.samples[-1][0] - clock.samples[0][0] > 2.0, 120,
+                       "2 s of /clock")
+        finally:
+            clock.close()
+    pace = achieved_factor(list(clock.samples))
+    assert 0.0 < pace["running"] <= 2.0 * 1.05 + 0.1, pace  # a slow machine achieves less, never more

@@ -252,12 +252,13 @@ def test_sigkilled_writer_keeps_every_reported_record_and_resumes(tmp_path):
 
 
 def test_shards_split_a_run_into_blocks_and_the_last_one_sees_it_complete(tmp_path):
-    """Three parts of one run write into one store from three threads; each evaluates only its block,
-    and only once every block is stored does a part see the run complete."""
+    """Three parts of one run write into one store from three threads; each evaluates only its share,
+    and only once every share is stored does a part see the run complete."""
     eps = [type("Ep", (), {"episode_id": f"e{i:02d}"})() for i in range(10)]
     meta = {"config": CONFIG, "episode_ids": [e.episode_id for e in eps]}
     blocks = [Shard(k, 3).of(eps) for k in range(3)]
-    assert [len(b) for b in blocks] == [3, 3, 4] and sum(blocks, []) == eps  # contiguous, disjoint, all
+    assert [len(b) for b in blocks] == [4, 3, 3] and sorted(sum(blocks, []), key=eps.index) == eps  # disjoint, all
+    assert blocks[1] == [eps[1], eps[4], eps[7]]  # every third, in the run's order
     gate, seen, summaries = threading.Barrier(3), {}, {}
 
     def evaluate(k: int):
@@ -280,7 +281,7 @@ def test_shards_split_a_run_into_blocks_and_the_last_one_sees_it_complete(tmp_pa
     assert all(s.total == len(blocks[k]) and s.done == len(blocks[k]) for k, s in summaries.items())
     assert any(s.complete for s in summaries.values())
     again = run_episodes(tmp_path, meta, eps, evaluate(0), "test", log=lambda m: None, shard=Shard(0, 3))
-    assert again.skipped == 3 and again.done == 0 and again.complete and again.run_ok == 0
+    assert again.skipped == 4 and again.done == 0 and again.complete and again.run_ok == 0
 
 
 @pytest.mark.parametrize("text", ["3/3", "0/0", "-1/2", "1", "a/b", "0/65", " / "])
