@@ -23,7 +23,8 @@ from affectsim_core.protocol import FAMILIES, MAX_ACTIONS, MAX_PLANNER_CALLS, PA
 from affectsim_core.ros import calls
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.timing import StageTimes
-from affectsim_eval.run.config import DATA_DIR, MAX_BUDGET, EvalConfig, EvalData, Shard, run_meta, select_episodes
+from affectsim_eval.run.config import (DATA_DIR, DEFAULT_EPISODES, MAX_BUDGET, EvalConfig, EvalData, Shard, run_meta,
+                                      select_episodes)
 from affectsim_eval.run.loop import evaluate_safely, run_episodes
 from affectsim_eval.episode.orchestrator import evaluate_episode
 from affectsim_eval.episode.passive_cache import OFF, open_cache
@@ -37,7 +38,7 @@ from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS
 
 PARAMS: tuple[Param, ...] = (
     Param("split", "test", "dataset split", choices=SPLITS),
-    Param("episodes", 100, "stratified subset size; 0 = the whole split", bounds=(0, 1_000_000)),
+    Param("episodes", DEFAULT_EPISODES, "stratified subset size; 0 = the whole split", bounds=(0, 1_000_000)),
     Param("seed", 0, "seed of the subset", bounds=(0, 2**31 - 1)),
     Param("episode_ids", [""], "explicit episode ids of the split (instead of a subset; set episodes to 0)"),
     Param("recognizers", list(DEFAULT_RECOGNIZERS), "recognizers the perception node runs for every setting",

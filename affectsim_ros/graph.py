@@ -21,7 +21,7 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import FAMILIES, MODES, PAPER_FAMILIES, SPLITS
 from affectsim_core.ros.topics import TOPICS
 from affectsim_eval.episode.recording_options import DEFAULT_MAX_MB
-from affectsim_eval.run.config import MAX_SHARDS, Shard
+from affectsim_eval.run.config import DEFAULT_EPISODES, MAX_SHARDS, Shard
 from affectsim_nav.base_control import EXECUTIONS
 from affectsim_nav.policy import POLICIES
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS
@@ -103,7 +103,7 @@ LAUNCH_ARGUMENTS: tuple[LaunchArgument, ...] = (
     LaunchArgument("backend", DEFAULT_BACKEND, "simulator backend (bridge; the evaluator's geometry copy)",
                    choices=BACKENDS.names, also=("evaluator",)),
     LaunchArgument("split", "test", "evaluator: dataset split", choices=SPLITS, node="evaluator"),
-    LaunchArgument("episodes", "100", "evaluator: stratified subset size (0 = the whole split)",
+    LaunchArgument("episodes", str(DEFAULT_EPISODES), "evaluator: stratified subset size (0 = the whole split)",
                    check=_int_in(0, 1_000_000), expected="an integer >= 0", node="evaluator", param_type=int),
     LaunchArgument("seed", "0", "evaluator: seed of the subset", check=_int_in(0, 2**31 - 1),
                    expected="an integer >= 0", node="evaluator", param_type=int),
