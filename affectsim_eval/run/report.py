@@ -154,15 +154,23 @@ def _social_figure(s: dict, path: Path) -> bool:
 
 
 def _paired_figure(s: dict, path: Path) -> None:
-    names = s["recognizers"]
+    """Macro-F1 per recognizer (and the group) and setting, each bar with its 95 % paired bootstrap
+    interval where the run has one."""
+    iv = (s.get("intervals") or {}).get("macro_f1", {})
+    names = [*s["recognizers"], *([GROUP] if GROUP in iv else [])]
     fig = Figure(figsize=(1.6 + 1.3 * len(names), 3.4))
     ax = fig.subplots()
     w = 0.2
     for k, x in enumerate(s["settings"]):
-        ax.bar(np.arange(len(names)) + (k - 1.5) * w, [100 * s["macro_f1"][n][x] for n in names], w, label=NAMES[x])
+        est = [100 * (s["macro_f1"][n][x] if n in s["macro_f1"] else iv[n][x].estimate) for n in names]
+        bounds = [iv[n][x] if n in iv else None for n in names]
+        err = np.array([[e - 100 * b.low, 100 * b.high - e] if b is not None and b.low is not None else [0.0, 0.0]
+                        for e, b in zip(est, bounds)]).T
+        ax.bar(np.arange(len(names)) + (k - 1.5) * w, est, w, yerr=err, capsize=2, error_kw={"lw": 0.8},
+               label=NAMES[x])
     ax.set_xticks(np.arange(len(names)), names, rotation=20)
     ax.set_ylabel("Macro-F1 (%)")
-    ax.set_title(f"Paired Macro-F1 per recognizer ({s['n']} episodes)")
+    ax.set_title(f"Paired Macro-F1 per recognizer ({s['n']} episodes; 95 % paired bootstrap intervals)")
     ax.legend(ncol=4, fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
