@@ -128,7 +128,8 @@ class EvaluatorNode(Node):
                                  float(self.p["timeout_s"]),
                                  record_dir=self.out / "recordings" if self.p["record"] else None,
                                  record=RecordingOptions(depth=bool(self.p["record_depth"]),
-                                                         max_mb=float(self.p["record_max_mb"]), ground_truth=True))
+                                                         max_mb=float(self.p["record_max_mb"]), ground_truth=True),
+                                 lockstep=self.cfg.execution == "lockstep")
             world.wait_for_graph()
             setting = OFF if self.p["record"] else str(self.p["passive_cache"])
             renderer = self._bridge_parameters() if setting != OFF else {}

@@ -56,6 +56,8 @@ class GraphProcesses:
         if nodes is not None and not set(nodes) <= set(names):
             raise KeyError(f"unknown nodes {sorted(set(nodes) - set(names))} of graph {graph!r}; known: {names}")
         overrides = validate_launch_args(args or {}, graph)
+        if (args or {}).get("graphs", "1") != "1":
+            raise InvalidInput("graphs", args["graphs"], "1 for one GraphProcesses (start_parts starts N)")
         remaps = launch_remaps(args or {})
         for node, params in (extra_params or {}).items():
             overrides.setdefault(node, {}).update(params)

@@ -101,14 +101,15 @@ class ClockSampler:
 def achieved_factor(samples: list[tuple[float, float]], pause_s: float = PAUSE_S) -> dict[str, float]:
     """Sim seconds per wall second while the clock ran (between consecutive samples at most ``pause_s``
     wall s apart: the simulator's pauses to load a world or render a passive clip are left out) and over
-    the whole span; NaN where there is no such interval."""
-    ran_wall = ran_sim = 0.0
+    the whole span (the clock's forward steps: a load sets it back); NaN where there is no such interval."""
+    ran_wall = ran_sim = forward = 0.0
     for (w0, s0), (w1, s1) in zip(samples, samples[1:]):
+        forward += max(0.0, s1 - s0)  # each episode's load sets the clock back to its start
         if 0.0 < w1 - w0 <= pause_s and s1 >= s0:
             ran_wall, ran_sim = ran_wall + (w1 - w0), ran_sim + (s1 - s0)
     span = samples[-1][0] - samples[0][0] if len(samples) > 1 else 0.0
     return {"running": ran_sim / ran_wall if ran_wall > 0 else float("nan"),
-            "overall": (samples[-1][1] - samples[0][1]) / span if span > 0 else float("nan")}
+            "overall": forward / span if span > 0 else float("nan")}
 
 
 def run_condition(run: Path, ids: list[str], args: dict[str, str], bridge: dict, log, who: str = "transfer") -> dict:
