@@ -8,10 +8,12 @@ the real-time factor achieved while the simulation ran (from ``/clock``, sampled
 process on the graph's domain; the pauses while the simulator loads a world or renders a passive clip
 left out) and group A-Obs; for every run against the first at factor 1, the A-Obs difference with its
 95 % paired bootstrap interval and the share of equal A-Obs outcomes. A factor is **within the spread**
-when the simulation keeps its pace (achieved >= :data:`KEEPS_UP` x requested), its difference interval
-contains 0, and its outcomes agree with the first run at least as often as the second run at factor 1
-does, less :data:`AGREEMENT_SLACK`. The largest such factor (below the first that is not) is the one
-``bench transfer`` should use (:data:`affectsim_ros.benches.transfer.DEFAULT_REAL_TIME_FACTOR`).
+when its difference interval contains 0 and its outcomes agree with the first run at least as often as
+the second run at factor 1 does, less :data:`AGREEMENT_SLACK` or one episode, whichever is more: the
+nodes keep up. A machine that cannot render as fast as requested runs slower than asked (the achieved
+factor says how much; it is never faked), which costs time, not validity. The largest such factor
+(below the first that is not) is the one ``bench transfer`` should use
+(:data:`affectsim_ros.benches.transfer.DEFAULT_REAL_TIME_FACTOR`).
 Each run is its own results store under the work directory: a killed benchmark resumes.
 """
 
@@ -27,7 +29,6 @@ from affectsim_ros.benches import add_dataset_options, add_out, bench
 from affectsim_ros.benches.transfer import (DEFAULT_REAL_TIME_FACTOR, agreement, group_a_obs, paired_difference,
                                             run_condition, stored_records)
 
-KEEPS_UP = 0.9  # achieved / requested real-time factor at or above which the simulation keeps its pace
 AGREEMENT_SLACK = 0.05  # share of A-Obs outcomes a faster run may agree less with run 1 than run 2 does
 
 
@@ -40,8 +41,8 @@ def verdicts(res: dict, factors: list[float]) -> tuple[dict[str, bool], float]:
         r = res["runs"][f"rtf_{f:g}"]
         diff = Interval(**r["vs_run_1"]["a_obs_difference"])
         contains_0 = diff.low is not None and diff.high is not None and diff.low <= 0.0 <= diff.high
-        within[f"{f:g}"] = (r["achieved"]["running"] >= KEEPS_UP * f and contains_0
-                            and r["vs_run_1"]["outcome_equal"] >= spread["outcome_equal"] - AGREEMENT_SLACK)
+        slack = max(AGREEMENT_SLACK, 1.0 / max(1, r["n"]))
+        within[f"{f:g}"] = contains_0 and r["vs_run_1"]["outcome_equal"] >= spread["outcome_equal"] - slack
     best = 1.0
     for f in sorted(factors):
         if not within[f"{f:g}"]:
@@ -57,7 +58,7 @@ def run(out: Path | None = None, episodes: int = 10, factors: tuple[float, ...] 
     names = {"rtf_1_run_1": 1.0, "rtf_1_run_2": 1.0, **{f"rtf_{f:g}": f for f in factors}}
     log(f"[bench pace] {len(ids)} stratified {split} episodes in continuous time at real-time factors "
         f"1 (twice), {', '.join(f'{f:g}' for f in factors)}; work directory {work} (resumes)")
-    res: dict = {"episodes": len(ids), "keeps_up": KEEPS_UP, "agreement_slack": AGREEMENT_SLACK, "runs": {}}
+    res: dict = {"episodes": len(ids), "agreement_slack": AGREEMENT_SLACK, "runs": {}}
     recs = {}
     for name, factor in names.items():
         res["runs"][name] = {"requested": factor, **run_condition(
