@@ -48,9 +48,9 @@ from affectsim_eval.run.store import ResultsStore
 from affectsim_ros.launcher import GraphProcesses
 from affectsim_ros.benches import add_dataset_options, add_out, add_runs_options, bench, conditions_of, positive_int
 
-# the continuous-time conditions' pace: the largest factor `affectsim bench pace` found within the spread at 1
-# (30 episodes at 3360e86: 1.5 gave the outcomes of factor 1, 3 did not; docs/sim_to_real.md)
-DEFAULT_REAL_TIME_FACTOR = 1.5
+# the continuous-time conditions' pace; `affectsim bench pace` measures the largest factor within the spread at 1
+# (not yet decided: docs/sim_to_real.md)
+DEFAULT_REAL_TIME_FACTOR = 1.0
 PAUSE_S = 0.25  # wall s without a /clock message (one every tick) that counts as a pause of the simulation
 # s, the evaluator's request timeout in continuous time: an acquisition that spends its 480-action budget
 # takes ~500 s of sim time, more wall time when the machine cannot keep the pace (600 s timed out, load 7)
