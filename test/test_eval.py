@@ -34,6 +34,7 @@ from affectsim_eval.run.report import write_report
 from affectsim_eval.run.runner import EpisodeWorker, run_eval
 from affectsim_eval.run.store import ResultsStore
 from affectsim_ros.launcher import GraphProcesses
+from waiting import wait_until
 
 AFFECTSIM = [sys.executable, "-m", "affectsim_ros.cli"]
 ROOT = Path(__file__).resolve().parent.parent
@@ -183,12 +184,9 @@ def test_a_bridge_stall_during_the_benchmark_loses_no_episode(small_data, tmp_pa
                         extra_params={"bridge": {"motion_library": str(data / "motions")},
                                       "evaluator": {"data_dir": str(data)}},
                         log_dir=tmp_path / "logs") as g:
-        deadline = time.monotonic() + 300
-        while not (ros / "results.sqlite").is_file() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        while "to run on the ROS graph" not in (tmp_path / "logs" / "evaluator.log").read_text() \
-                and time.monotonic() < deadline:  # into the first episode's requests
-            time.sleep(0.1)
+        wait_until(lambda: (ros / "results.sqlite").is_file(), 300, "the run's store")
+        wait_until(lambda: "to run on the ROS graph" in (tmp_path / "logs" / "evaluator.log").read_text(), 300,
+                   "the first episode's requests")
         bridge = g.pids()["bridge"]
         os.kill(bridge, signal.SIGSTOP)
         try:
@@ -208,9 +206,8 @@ def _a_stopped_evaluator_stores_no_failure(data, episode_id: str, domain_id: int
     with GraphProcesses("bench", nodes=("evaluator",), domain_id=domain_id, log_dir=logs,
                         args={"episodes": "0", "episode_ids": episode_id, "recognizers": FAST, "output_dir": str(out), **SMALL},
                         extra_params={"evaluator": {"data_dir": str(data)}}) as ev:
-        deadline = time.monotonic() + 120
-        while "to run on the ROS graph" not in (logs / "evaluator.log").read_text() and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_until(lambda: "to run on the ROS graph" in (logs / "evaluator.log").read_text(), 120,
+                   "the episode under way")
         codes = ev.stop()  # SIGINT
     log = (logs / "evaluator.log").read_text()
     assert codes["evaluator"] == 0 and "Traceback" not in log, log

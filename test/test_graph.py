@@ -20,6 +20,7 @@ from affectsim_core.ros.conversions import from_time
 from affectsim_core.ros.env import loopback_env, pick_domain_id
 from affectsim_core.ros.shm import clean_stale, group
 from affectsim_ros.graph import GRAPHS
+from waiting import wait_until
 
 AFFECTSIM = [sys.executable, "-m", "affectsim_ros.cli"]
 
@@ -75,10 +76,11 @@ def test_launch_topics_up_then_ctrl_c_leaves_no_process():
         assert t1 > t0 and x1 > x0 + 0.1
         # every node has its own name: the launcher's `-r __node:=nav` once renamed the nav node's I/O node too
         names = client.node.get_node_names_and_namespaces()
-        deadline = time.monotonic() + 30  # safety net: discovery of the graph's nodes
-        while not {"bridge", "nav", "perception"} <= {n for n, _ in names} and time.monotonic() < deadline:
-            time.sleep(0.1)
-            names = client.node.get_node_names_and_namespaces()
+        def all_names():
+            found = client.node.get_node_names_and_namespaces()
+            return found if {"bridge", "nav", "perception"} <= {n for n, _ in found} else None
+
+        names = wait_until(all_names, 30, "discovery of the graph's nodes")
         full = [f"{ns.rstrip('/')}/{n}" for n, ns in names]
         assert len(full) == len(set(full)) and {"/bridge", "/nav", "/nav_io", "/perception"} <= set(full), full
         client.close()
@@ -210,9 +212,7 @@ def test_a_signal_while_the_bridge_is_being_built_stops_it_cleanly():
                                 env=loopback_env(pick_domain_id()), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)
         try:
-            deadline = time.monotonic() + 120  # safety net: the node joins DDS within seconds
-            while not _shm_files(proc.pid) and time.monotonic() < deadline and proc.poll() is None:
-                time.sleep(0.01)
+            wait_until(lambda: _shm_files(proc.pid) or proc.poll() is not None, 120, "the bridge in DDS", 0.01)
             proc.send_signal(signal.SIGINT)
             out, _ = proc.communicate(timeout=60)
         finally:

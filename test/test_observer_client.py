@@ -5,7 +5,6 @@ and action, and a goal whose result is given up on is cancelled before the error
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 import rclpy
@@ -16,6 +15,7 @@ from rclpy.executors import MultiThreadedExecutor
 from affectsim_core.ros.observer_client import GraphError, ObserverClient
 from affectsim_core.ros.topics import SERVICES
 from affectsim_interfaces.action import Recognize
+from waiting import wait_until
 
 
 @pytest.fixture
@@ -48,10 +48,7 @@ def graph():
         executor.add_node(client_node)
         spinner = threading.Thread(target=executor.spin, daemon=True)
         spinner.start()
-        t_end = time.monotonic() + 30
-        while not observer.ready("recognize"):
-            assert time.monotonic() < t_end, "the test's Recognize server was not discovered within 30 s"
-            time.sleep(0.05)
+        wait_until(lambda: observer.ready("recognize"), 30, "the test's Recognize server discovered", 0.05)
         yield observer, state
     finally:
         state["stop"].set()

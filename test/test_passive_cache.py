@@ -4,7 +4,6 @@ records equal an uncached run's; damaged, oversized and half-written entries are
 from __future__ import annotations
 
 import multiprocessing
-import time
 import shutil
 
 import pytest
@@ -15,6 +14,7 @@ from affectsim_eval.episode.passive_cache import MAX_ENTRY_BYTES, PassiveCache, 
 from affectsim_eval.run.config import EvalConfig
 from affectsim_eval.run.runner import run_eval
 from affectsim_eval.run.store import ResultsStore
+from waiting import wait_until
 
 IDS = ("test_ag_000000", "test_oc_000000")
 RECS = ("pose-temporal", "majority", "uniform")
@@ -141,9 +141,7 @@ def test_through_the_graph_the_second_run_finds_every_episode_and_its_records_ar
                             extra_params={"bridge": {"motion_library": str(data / "motions")},
                                           "evaluator": {"data_dir": str(data), "max_actions": 40}},
                             log_dir=tmp_path / f"logs{k}") as g:
-            deadline = time.monotonic() + 600  # a safety net: the run ends by itself
-            while g.poll()["evaluator"] is None and time.monotonic() < deadline:
-                time.sleep(0.2)
+            wait_until(lambda: g.poll()["evaluator"] is not None, 600, "the run's end", 0.2)
             code = g.poll()["evaluator"]
         log = (tmp_path / f"logs{k}" / "evaluator.log").read_text()
         assert code == 0, log

@@ -23,6 +23,7 @@ from affectsim_interfaces.msg import PersonDetections
 from affectsim_perception.person_model import BlazePose
 from affectsim_perception.recognizers import DEFAULT_RECOGNIZERS, RECOGNIZERS, ClipInput
 from affectsim_ros.launcher import GraphProcesses
+from waiting import wait_until
 
 NAMES = os.environ.get("AFFECTSIM_TEST_RECOGNIZERS", ",".join(DEFAULT_RECOGNIZERS)).split(",")
 
@@ -215,10 +216,8 @@ def test_tf_stamps_are_checked_against_the_clock_not_the_newest_camera_frame(tmp
             return TFMessage(transforms=[t])
 
         deadline = time.monotonic() + 180  # safety net: wait for the node's state, not a time
-        while "perception ready" not in log.read_text() and time.monotonic() < deadline:
-            time.sleep(0.5)
-        while node.count_subscribers("/tf") == 0 and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(lambda: "perception ready" in log.read_text(), 180, "the perception node ready", 0.5)
+        wait_until(lambda: node.count_subscribers("/tf") > 0, 60, "its /tf subscription", 0.2)
         frame = Image(height=1, width=1, encoding="rgb8", step=3, data=bytes(3))
         frame.header.stamp = Time(sec=10)
         pubs["rgb"].publish(frame)  # the newest frame the node has seen: 90 s before the clock
