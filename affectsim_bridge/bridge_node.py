@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
+import rclpy
 from geometry_msgs.msg import PoseArray, PoseStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -74,6 +75,7 @@ NOISE_PARAMS: tuple[Param, ...] = (  # derived from the noise-model registry (af
     *(Param(key, default, description, bounds=bounds) for key, default, bounds, description in config_params()),
 )
 NOISE_FREE_RUN_ONLY = ("latency",)  # streams; lockstep publishes the frame of each action's end: no delay to model
+CMD_VEL_NODE_SUFFIX = "_cmd_vel"  # /cmd_vel is taken by the node <bridge name>_cmd_vel, spun on its own
 NOISE_LOCKSTEP_ONLY = ("actuation",)  # streams; free_run moves by /cmd_vel, which the nav node closes on /odom
 
 PARAMS: tuple[Param, ...] = (
@@ -175,7 +177,11 @@ class BridgeNode(Node):
         self.create_service(LoadWorld, SERVICES["load_world"], self._on_load, callback_group=load_group)
         self.create_service(ApplyAction, SERVICES["apply_action"], self._on_action, callback_group=step_group)
         self.create_service(RenderViews, SERVICES["render_views"], self._on_render_views, callback_group=step_group)
-        self.create_subscription(Twist, TOPICS["cmd_vel"], self._on_cmd_vel, 10, callback_group=step_group)
+        # /cmd_vel on a node of its own, spun apart from the services (affectsim_core.ros.node_main: side_nodes)
+        cmd_node = rclpy.create_node(f"{self.get_name()}{CMD_VEL_NODE_SUFFIX}", namespace=self.get_namespace(),
+                                     context=self.context, start_parameter_services=False)
+        cmd_node.create_subscription(Twist, TOPICS["cmd_vel"], self._on_cmd_vel, 10)
+        self.side_nodes = (cmd_node,)
 
         start = Pose2D(self.p["robot_x"], self.p["robot_y"], self.p["robot_yaw"])
         self.sim.call(lambda: self._load(self.p["scene"], start, (), int(self.p[SEED_KEY])), timeout=120.0)
@@ -467,6 +473,8 @@ class BridgeNode(Node):
             except (AttributeError, RuntimeError, TimeoutError):
                 pass
             sim.stop()
+        for side in getattr(self, "side_nodes", ()):
+            side.destroy_node()
         super().destroy_node()
 
 
