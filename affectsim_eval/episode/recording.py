@@ -181,11 +181,8 @@ class EpisodeRecorder:
         if key in ("tf", "tf_static"):
             msg = deserialize_message(raw, TFMessage)
             feed(self._tf, msg, static=key == "tf_static")
-        located = None  # the detections' markers: written with the message, under the same lock
-        if key == "person_detections":
-            det = deserialize_message(raw, PersonDetections)
-            located = (det.header.stamp, _marker_array(det.header.stamp, people_markers(
-                DETECTIONS_NS, [(p.position.x, p.position.y, 0.0) for p in det.people]), DETECTIONS_NS))
+        # the detections' markers: written with the message, under the same lock
+        located = _located_markers(raw) if key == "person_detections" else None
         with self._lock:
             if spec.latched:
                 frames = (frozenset(t.child_frame_id for t in msg.transforms) if key == "tf_static" else "map")
@@ -202,7 +199,7 @@ class EpisodeRecorder:
             self._last_ns = max(self._last_ns, t_ns)
             self._write(key, raw, t_ns, spec.large)
             if located is not None:
-                self._write(MARKERS_TOPIC, located[1], _ns(located[0]), False)
+                self._write(MARKERS_TOPIC, located[1], located[0], False)
         if key == "tf":
             self._on_tf(msg)
 
@@ -274,6 +271,8 @@ class EpisodeRecorder:
             for key, raw, t_ns in preroll:
                 self._last_ns = max(self._last_ns, t_ns)
                 self._write(key, raw, t_ns, RECORDED[key].large)
+                if key == "person_detections":  # kept detections get their markers too
+                    self._write(MARKERS_TOPIC, _located_markers(raw)[1], t_ns, False)
         for key, raw, _ in preroll:
             if key == "tf":
                 self._on_tf(deserialize_message(raw, TFMessage))
@@ -339,6 +338,13 @@ class EpisodeRecorder:
         self._executor.shutdown(timeout_sec=5.0)
         self._spin.join(5.0)
         self.node.destroy_node()
+
+
+def _located_markers(raw: bytes) -> tuple[int, bytes]:
+    """A serialized PersonDetections message's stamp (ns) and the MarkerArray of its people (map)."""
+    det = deserialize_message(raw, PersonDetections)
+    return _ns(det.header.stamp), _marker_array(det.header.stamp, people_markers(
+        DETECTIONS_NS, [(p.position.x, p.position.y, 0.0) for p in det.people]), DETECTIONS_NS)
 
 
 def _ns(stamp: Time) -> int:
