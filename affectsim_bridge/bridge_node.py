@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import PoseArray, PoseStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
@@ -55,6 +54,7 @@ from affectsim_core.geometry import Pose2D, Transform
 from affectsim_core.names import check_name
 from affectsim_core.protocol import FORWARD_M, MODES, STEP_SECONDS, TURN_RAD
 from affectsim_core.ros import conversions as cv
+from affectsim_core.ros.node_main import side_node
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES, TOPICS
 from affectsim_interfaces.msg import HumanReactions
@@ -75,7 +75,6 @@ NOISE_PARAMS: tuple[Param, ...] = (  # derived from the noise-model registry (af
     *(Param(key, default, description, bounds=bounds) for key, default, bounds, description in config_params()),
 )
 NOISE_FREE_RUN_ONLY = ("latency",)  # streams; lockstep publishes the frame of each action's end: no delay to model
-CMD_VEL_NODE_SUFFIX = "_cmd_vel"  # /cmd_vel is taken by the node <bridge name>_cmd_vel, spun on its own
 NOISE_LOCKSTEP_ONLY = ("actuation",)  # streams; free_run moves by /cmd_vel, which the nav node closes on /odom
 
 PARAMS: tuple[Param, ...] = (
@@ -178,8 +177,7 @@ class BridgeNode(Node):
         self.create_service(ApplyAction, SERVICES["apply_action"], self._on_action, callback_group=step_group)
         self.create_service(RenderViews, SERVICES["render_views"], self._on_render_views, callback_group=step_group)
         # /cmd_vel on a node of its own, spun apart from the services (affectsim_core.ros.node_main: side_nodes)
-        cmd_node = rclpy.create_node(f"{self.get_name()}{CMD_VEL_NODE_SUFFIX}", namespace=self.get_namespace(),
-                                     context=self.context, start_parameter_services=False)
+        cmd_node = side_node(self, "_cmd_vel")
         cmd_node.create_subscription(Twist, TOPICS["cmd_vel"], self._on_cmd_vel, 10)
         self.side_nodes = (cmd_node,)
 
@@ -473,8 +471,6 @@ class BridgeNode(Node):
             except (AttributeError, RuntimeError, TimeoutError):
                 pass
             sim.stop()
-        for side in getattr(self, "side_nodes", ()):
-            side.destroy_node()
         super().destroy_node()
 
 

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup, ReentrantCallbackGroup
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -36,6 +36,7 @@ from affectsim_core.protocol import CLIP_FRAMES, CLIP_SIZE
 from affectsim_core.ros.calls import server_qos
 from affectsim_core.ros.conversions import from_time, image_to_array
 from affectsim_core.ros.goals import end_goal, publish_feedback
+from affectsim_core.ros.node_main import side_node
 from affectsim_core.ros.params import Param, declare_params
 from affectsim_core.ros.sensors import observation_from_msgs, rgb_array
 from affectsim_core.sync import SYNC_SLOP_S, ApproximatePairs
@@ -91,18 +92,18 @@ class PerceptionNode(Node):
         self.pub = self.create_publisher(PersonDetections, TOPICS["person_detections"], 10)
         reliability = ReliabilityPolicy.BEST_EFFORT if p["sensor_qos"] == "best_effort" else ReliabilityPolicy.RELIABLE
         qos = QoSProfile(depth=PENDING, reliability=reliability)
-        cam, tf = MutuallyExclusiveCallbackGroup(), MutuallyExclusiveCallbackGroup()  # a detection waits for TF
         if self.rate > 0:
-            self.create_subscription(Image, TOPICS["rgb"], lambda m: self._pair("rgb", m), qos, callback_group=cam)
-            self.create_subscription(Image, TOPICS["depth"], lambda m: self._pair("depth", m), qos, callback_group=cam)
-            self.create_subscription(CameraInfo, TOPICS["rgb_info"], lambda m: setattr(self, "_info", m), qos,
-                                     callback_group=cam)
-            self.create_subscription(TFMessage, TOPICS["tf"], lambda m: self._on_tf(m, False), tf_tree.TF_QOS,
-                                     callback_group=tf)
-            self.create_subscription(TFMessage, TOPICS["tf_static"], lambda m: self._on_tf(m, True),
-                                     tf_tree.TF_STATIC_QOS, callback_group=tf)
-            self.create_subscription(Clock, TOPICS["clock"], lambda m: setattr(self, "_sim_now", from_time(m.clock)),
-                                     QoSProfile(depth=10), callback_group=tf)
+            # the streams on side nodes (affectsim_core.ros.node_main): the camera, whose callback detects, and
+            # TF with the clock, on another thread since a detection waits for its transforms
+            cam, tf = side_node(self, "_camera"), side_node(self, "_tf")
+            cam.create_subscription(Image, TOPICS["rgb"], lambda m: self._pair("rgb", m), qos)
+            cam.create_subscription(Image, TOPICS["depth"], lambda m: self._pair("depth", m), qos)
+            cam.create_subscription(CameraInfo, TOPICS["rgb_info"], lambda m: setattr(self, "_info", m), qos)
+            tf.create_subscription(TFMessage, TOPICS["tf"], lambda m: self._on_tf(m, False), tf_tree.TF_QOS)
+            tf.create_subscription(TFMessage, TOPICS["tf_static"], lambda m: self._on_tf(m, True), tf_tree.TF_STATIC_QOS)
+            tf.create_subscription(Clock, TOPICS["clock"], lambda m: setattr(self, "_sim_now", from_time(m.clock)),
+                                   QoSProfile(depth=10))
+            self.side_nodes = (cam, tf)
         ActionServer(self, Recognize, SERVICES["recognize"], execute_callback=self._recognize,
                      goal_callback=lambda _g: GoalResponse.ACCEPT, cancel_callback=lambda _g: CancelResponse.ACCEPT,
                      callback_group=ReentrantCallbackGroup(), **server_qos())

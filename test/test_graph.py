@@ -77,15 +77,19 @@ def test_launch_topics_up_then_ctrl_c_leaves_no_process():
         # every node has its own name: the launcher's `-r __node:=nav` once renamed the nav node's I/O node too
         def all_names():
             found = client.node.get_node_names_and_namespaces()
-            return found if {"bridge", "bridge_cmd_vel", "nav", "perception"} <= {n for n, _ in found} else None
+            want = {"bridge", "bridge_cmd_vel", "nav", "perception", "perception_camera", "perception_tf"}
+            return found if want <= {n for n, _ in found} else None
 
         names = wait_until(all_names, 30, "discovery of the graph's nodes")
         full = [f"{ns.rstrip('/')}/{n}" for n, ns in names]
         assert len(full) == len(set(full)) and {"/bridge", "/bridge_cmd_vel", "/nav", "/nav_io", "/perception"} <= set(full), full
-        # /cmd_vel is taken by the bridge's side node, apart from the services' multi-threaded executor
-        # (at 50 Hz that executor's per-message work once starved the simulator thread)
+        # high-rate topics are taken by side nodes, apart from the multi-threaded executors of the services
+        # (at 50 Hz of /cmd_vel that executor's per-message work once starved the bridge's simulator thread)
         takers = {i.node_name for i in client.node.get_subscriptions_info_by_topic("/cmd_vel")}
         assert takers == {"bridge_cmd_vel"}, takers
+        for topic, side in (("/head_camera/rgb/image_raw", "perception_camera"), ("/clock", "perception_tf")):
+            takers = {i.node_name for i in client.node.get_subscriptions_info_by_topic(topic)}
+            assert side in takers and "perception" not in takers, (topic, takers)
         client.close()
     except BaseException:
         launcher.kill()  # a failed check must not leave the graph running (its nodes die with the launcher)

@@ -11,8 +11,8 @@ a few seconds after the shutdown is abandoned: the process exits at once, withou
 A second signal ends the process at once (the default action). A callback that raises out of the executor ends the process
 with status 1 and the traceback (it would otherwise serve nothing and never exit).
 
-A node may own ``side_nodes``: nodes that take a high-rate topic, each spun by a single-threaded executor
-and thread of its own. rclpy's multi-threaded executor rebuilds its wait set in Python for every message
+A node may own ``side_nodes`` (made by :func:`side_node`): nodes that take high-rate topics, each spun by a
+single-threaded executor and thread of its own, and destroyed after it. rclpy's multi-threaded executor rebuilds its wait set in Python for every message
 (every service, publisher event and parameter service of the node) and hands each callback to a thread
 pool; at a controller's 50 Hz of ``/cmd_vel`` that work kept the bridge's simulator thread waiting for
 the GIL, and sim time fell to a third of wall time with stalls of 2 s. A side node with one subscription
@@ -56,6 +56,13 @@ def return_large_blocks() -> bool:
         return bool(libc is not None and libc.mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
     except (OSError, AttributeError):
         return False
+
+
+def side_node(owner: Node, suffix: str) -> Node:
+    """A node named ``<owner's name><suffix>`` in the owner's namespace and context, without parameter
+    services, for the owner's high-rate subscriptions; list it in the owner's ``side_nodes``."""
+    return rclpy.create_node(f"{owner.get_name()}{suffix}", namespace=owner.get_namespace(), context=owner.context,
+                             start_parameter_services=False)
 
 
 def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = None, threads: int = 3) -> None:
@@ -114,7 +121,9 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
             for spinner, (_n, e) in zip(spinners, executors):
                 spinner.join(STOP_GRACE_S)
                 e.shutdown(timeout_sec=STOP_GRACE_S)
-            node.destroy_node()  # destroys its side nodes
+            for side in getattr(node, "side_nodes", ()):
+                side.destroy_node()
+            node.destroy_node()
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
