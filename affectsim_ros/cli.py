@@ -618,6 +618,9 @@ def main(argv: list[str] | None = None) -> int:
     except RecursionError as exc:  # the readers refuse deep nesting; this is the last guard against a traceback
         print(f"affectsim: error: input nested too deeply to process ({exc})", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: what was finished is stored (runs and benches resume), no traceback
+        print("affectsim: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
