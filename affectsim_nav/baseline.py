@@ -68,6 +68,7 @@ class FrontierSearchPolicy(Policy):
         self.info, self.planner = info, planner
         self.seen = np.zeros(planner.shape, bool)
         self.streak: list[Person] = []
+        self.people: list[Person] = []  # everyone detected in the last observation, the target among them
         self.handed_off = False
         self.track: tuple[float, float] | None = None
         self.goal: tuple[float, float, float] | None = None
@@ -84,7 +85,7 @@ class FrontierSearchPolicy(Policy):
     # ------------------------------------------------------------------ perception
     def _target(self, obs: Observation) -> Person | None:
         desc = self.info.target_description
-        people = detect_people(self.detector, obs, 2 if desc else 1)
+        people = self.people = detect_people(self.detector, obs, 2 if desc else 1)
         if not desc:
             return people[0] if people else None
         scored = [(clothing_distance(p, desc), k, p) for k, p in enumerate(people)]
@@ -126,6 +127,10 @@ class FrontierSearchPolicy(Policy):
             self.streak = []
         self.streak = self.streak + [target] if ok else []
         if len(self.streak) >= HANDOFF_STEPS:
+            instead = self._before_handoff(obs, target)
+            if instead is not None:
+                self.streak = []
+                return instead
             self.handed_off, self.track, self.goal = True, target.xy, None
             return Decision(self._centre(target, hfov), stage="follow", handoff=True, sighting=_sighting(target))
         if target is not None:
@@ -152,6 +157,10 @@ class FrontierSearchPolicy(Policy):
                 self.goal, self.goal_person = goal, goal[:2]
                 return Decision(goal=goal, stage="handoff")
         return self._search(obs)
+
+    def _before_handoff(self, obs: Observation, target: Person) -> Decision | None:
+        """A decision to take instead of handing off to ``target`` now (a subclass's better view); None: hand off."""
+        return None
 
     def _approach(self, obs: Observation, person: tuple[float, float]) -> tuple[float, float, float] | None:
         """The reachable viewpoint :attr:`approach_band` from ``person`` with the shortest path (one planner
