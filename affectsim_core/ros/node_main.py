@@ -12,11 +12,11 @@ A second signal ends the process at once (the default action). A callback that r
 with status 1 and the traceback (it would otherwise serve nothing and never exit).
 
 A node may own ``side_nodes`` (made by :func:`side_node`): nodes that take high-rate topics, each spun by a
-single-threaded executor and thread of its own, and destroyed after it. rclpy's multi-threaded executor rebuilds its wait set in Python for every message
-(every service, publisher event and parameter service of the node) and hands each callback to a thread
-pool; at a controller's 50 Hz of ``/cmd_vel`` that work kept the bridge's simulator thread waiting for
-the GIL, and sim time fell to a third of wall time with stalls of 2 s. A side node with one subscription
-costs one small wake per message.
+single-threaded executor and thread of its own, and destroyed just before it. rclpy's multi-threaded
+executor rebuilds its wait set in Python for every message (every service, publisher event and parameter
+service of the node) and hands each callback to a thread pool; at a controller's 50 Hz of ``/cmd_vel``
+that work kept the bridge's simulator thread waiting for the GIL, and sim time fell to a third of wall
+time with stalls of 2 s. A side node with a few subscriptions costs one small wake per message.
 """
 
 from __future__ import annotations
