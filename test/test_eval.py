@@ -44,9 +44,10 @@ SMALL = {"allow_dataset_mismatch": "true"}  # the small test dataset is not the 
 
 def _exit_code(graph: GraphProcesses, node: str = "evaluator", timeout: float = 120.0, poll_s: float = 0.2):
     """Wait (up to ``timeout`` s, a safety net) for ``node`` of ``graph`` to exit; its exit code, None if it runs on."""
-    deadline = time.monotonic() + timeout
-    while graph.poll()[node] is None and time.monotonic() < deadline:
-        time.sleep(poll_s)
+    try:
+        wait_until(lambda: graph.poll()[node] is not None, timeout, f"{node} exiting", poll_s)
+    except AssertionError:
+        pass  # still running: the caller checks the None
     return graph.poll()[node]
 
 
@@ -223,20 +224,18 @@ def test_killed_run_resumes_without_losing_or_recomputing(small_data, tmp_path):
     proc = subprocess.Popen(cmd, env=loopback_env(pick_domain_id()), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True)
     db = tmp_path / "results.sqlite"
-    deadline = time.monotonic() + 240
-    first = None
-    while time.monotonic() < deadline and proc.poll() is None:
-        if db.is_file():
-            try:
-                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
-                    rows = c.execute("SELECT episode_id, finished_at FROM episodes").fetchall()
-            except sqlite3.OperationalError:
-                rows = []
-            if rows:
-                first = rows
-                break
-        time.sleep(0.2)
-    assert first, "no episode finished before the deadline"
+
+    def stored():
+        if not db.is_file():
+            return []
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as c:
+                return c.execute("SELECT episode_id, finished_at FROM episodes").fetchall()
+        except sqlite3.OperationalError:
+            return []
+
+    first = wait_until(lambda: stored() or proc.poll() is not None, 240, "a stored episode", 0.2)
+    assert first is not True and first, "no episode finished before the deadline"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(10)
     with ResultsStore.open(db) as st:
