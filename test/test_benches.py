@@ -57,9 +57,12 @@ def test_per_bench_defaults_and_checked_values(capsys):
     assert parse(["bench", "transfer"]).episodes == 60
     assert parse(["bench", "pace"]).factors == (2.0, 3.0)
     assert parse(["bench", "pace", "--factors", "3,1.5,3"]).factors == (1.5, 3.0)
+    assert parse(["bench", "policies"]).policies == ("baseline", "viewpoint")
+    assert parse(["bench", "policies", "--policies", "stay, baseline,stay"]).policies == ("stay", "baseline")
     for bad in (["bench", "nav", "--episodes", "0"], ["bench", "transfer", "--repeats", "-1"],
                 ["bench", "social", "--workers", "x"], ["bench", "pace", "--factors", "1"],
-                ["bench", "pace", "--factors", "2,nan"], ["bench", "full", "--graphs", "0"]):
+                ["bench", "pace", "--factors", "2,nan"], ["bench", "full", "--graphs", "0"],
+                ["bench", "policies", "--policies", "baseline"], ["bench", "policies", "--policies", "baseline,nope"]):
         with pytest.raises(SystemExit) as exit_:
             parse(bad)
         assert exit_.value.code == 2
@@ -97,3 +100,22 @@ def test_the_largest_pace_within_the_spread_at_factor_1(faster, largest):
     res = {"runs": {"rtf_1_run_1": _pace_run(1.0), "rtf_1_run_2": _pace_run(1.0, 0.9),
                     **{f"rtf_{f}": r for f, r in faster.items()}}}
     assert verdicts(res, [2.0, 3.0])[1] == largest
+
+
+def test_the_policies_table_puts_each_policy_beside_the_first():
+    from affectsim_ros.benches.policies import table
+
+    def run(a_obs, families):
+        return {"n": 4, "group": {"p_init": 0.4, "p_ref": 0.5, "p_mon": 0.2, "a_obs": a_obs}, "group_ogr": 0.5,
+                "group_recovery": 0.3, "group_e_spl": {1.0: 0.25},
+                "table6": {k: 1.0 for k in ("handoff_pct", "mean_path_m", "path_before_handoff_pct",
+                                            "budget_exhausted_pct", "clipped_pct")},
+                "family": {f: {"n": 2, "a_obs": a_obs} for f in families}}
+
+    second = run(0.5, ["dyadic"])
+    second["vs_first"] = {k: {"estimate": 0.1, "low": -0.05, "high": 0.2, "undefined": 0.0, "units": 4, "resamples": 10}
+                          for k in ("a_obs", "e_spl_1")}
+    text = table({"policies": ["baseline", "viewpoint"], "runs": {"baseline": run(0.4, ["dyadic", "action_grounded"]),
+                                                                 "viewpoint": second}})
+    assert "A-Obs − baseline" in text and "| viewpoint | 4 | 30.0 | 25.0 | +10.0 [-5.0, +20.0] |" in text, text
+    assert "| viewpoint |  | 50.0 (n=2) |" in text, text  # a family the policy was not run on stays empty

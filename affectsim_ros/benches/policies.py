@@ -10,6 +10,7 @@ with their 95 % paired bootstrap intervals over episodes; and group A-Obs per fa
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ import numpy as np
 from affectsim_core.atomic import write_json
 from affectsim_core.errors import InvalidInput
 from affectsim_core.record import EpisodeRecord
-from affectsim_core.resampling import Interval, bootstrap_interval
+from affectsim_core.resampling import Interval
 from affectsim_eval.run.config import EvalConfig
 from affectsim_eval.run.report import REFERENCES, summarize
 from affectsim_eval.run.runner import run_eval
@@ -40,9 +41,8 @@ def run(out: Path | None = None, policies: tuple[str, ...] = DEFAULT_POLICIES, e
         split: str = "test", work: Path | None = None, workers: int = 2, log=print,
         allow_dataset_mismatch: bool = False) -> dict:
     """Evaluate each policy on the same episodes (passive settings cached under the work directory)."""
-    unknown = [p for p in policies if p not in POLICIES]
-    if unknown or len(policies) < 2:
-        raise InvalidInput("--policies", list(policies), f"two or more of {', '.join(POLICIES.names())}")
+    if len(policies) < 2 or any(p not in POLICIES for p in policies):
+        raise InvalidInput("policies", list(policies), f"two or more of {', '.join(POLICIES.names())}")
     work = Path(work or "results/bench_policies")
     res: dict = {"episodes": episodes, "split": split, "policies": list(policies), "runs": {}}
     recs: dict[str, dict[str, EpisodeRecord]] = {}
@@ -63,11 +63,8 @@ def run(out: Path | None = None, policies: tuple[str, ...] = DEFAULT_POLICIES, e
     first = policies[0]
     for policy in policies[1:]:
         a, b = recs[first], recs[policy]
-        ids = sorted(set(a) & set(b))
-        res["runs"][policy]["vs_first"] = {
-            "a_obs": vars(paired_difference(a, b)),
-            "e_spl_1": vars(bootstrap_interval(len(ids), lambda k: _group_e_spl1([b[ids[i]] for i in k])
-                                               - _group_e_spl1([a[ids[i]] for i in k])))}
+        res["runs"][policy]["vs_first"] = {"a_obs": vars(paired_difference(a, b)),
+                                           "e_spl_1": vars(paired_difference(a, b, _group_e_spl1))}
     log(table(res))
     if out is not None:
         write_json(Path(out), res, indent=1)
@@ -94,14 +91,19 @@ def table(res: dict) -> str:
     return "\n".join(out)
 
 
-def _policies(text: str) -> tuple[str, ...]:
-    return tuple(p.strip() for p in text.split(",") if p.strip())
+def policies(text: str) -> tuple[str, ...]:
+    """argparse type: two or more registered policies, comma-separated, without repeats."""
+    names = tuple(dict.fromkeys(p.strip() for p in text.split(",") if p.strip()))
+    if len(names) < 2 or any(n not in POLICIES for n in names):
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid; expected two or more of {', '.join(POLICIES.names())}, "
+                                         "comma-separated")
+    return names
 
 
 def _arguments(p) -> None:
     add_out(p)
     add_dataset_options(p, episodes=100, workers=2)
-    p.add_argument("--policies", type=_policies, default=DEFAULT_POLICIES,
+    p.add_argument("--policies", type=policies, default=DEFAULT_POLICIES,
                    help=f"comma-separated registered policies, the first the reference (default: {','.join(DEFAULT_POLICIES)})")
     p.add_argument("--work", type=Path, default=None, metavar="DIR",
                    help="directory of the per-policy stores and their shared passive cache, resumed "
