@@ -151,7 +151,7 @@ def test_the_evolving_family_is_performer_disjoint_plays_from_the_start_and_is_c
     assert not performers["train"] & performers["test"]
     lib = Library(root / "motions")
     for e in eps["test"]:
-        assert e.target.phase == 0.0 and e.episode_id.startswith("test_ev_")
+        assert e.target.phase == 0.0 and e.episode_id.startswith("test_")
         assert len(lib.load(e.target.motion_id).segments) > 1 and e.emotion == lib.entries[e.target.motion_id]["emotion"]
     assert all(s["families"].get("evolving") for s in manifest["splits"].values())
     # the default subset keeps the paper's families; evolving ones are asked for
@@ -177,3 +177,17 @@ def test_the_evolving_family_is_performer_disjoint_plays_from_the_start_and_is_c
         assert "evolving_clip_mismatch" in inspect.check_episode_in_scene(ctx, wrong)
     finally:
         ctx.close()
+
+
+def test_performer_overlap_is_counted_per_family(small):
+    """Action-grounded and evolving splits are performer-disjoint; observation-controlled ones are split by
+    source performance, so their test performers also perform in train."""
+    from affectsim_eval.dataset.inspect import performer_overlap
+
+    root, _ = small
+    splits = {s: load_split(s, root / "episodes") for s in ("train", "val", "test")}
+    overlap = performer_overlap(splits, Library(root / "motions"))
+    for fam in ("action_grounded", "evolving"):
+        assert overlap[fam]["test"] > 0 and overlap[fam]["performer_in_train"] == overlap[fam]["twinned"] == 0, fam
+    oc = overlap["observation_controlled"]
+    assert 0 < oc["performer_in_train"] <= oc["test"] and oc["twinned"] <= oc["performer_in_train"]
