@@ -9,7 +9,7 @@ Contents (paper scale, docs/protocol.md §4):
 - action-grounded: 12 performers x {walk, sit_down, seated, knock} x 5 emotions x 2 takes;
   ``group`` = performer (splits are performer-disjoint);
 - observation-controlled: 837 standing scenario performances by 22 other performers;
-  ``group`` = the source performance itself;
+  ``group`` = the source performance (performer, scenario and emotion: its takes share it);
 - dyadic: 60 two-person sequences (target + partner clip and the partner's placement
   relative to the target; the paper has 48: 60 give val and test two sequences per target
   emotion each); ``group`` = the sequence;
@@ -103,8 +103,9 @@ def plan(seed: int = 0, ag_performers: int = 12, ag_takes: int = 2, oc_performan
         p = oc[(n // len(EMOTIONS)) % oc_performers]
         scenario = SCENARIOS[(n // block) % len(SCENARIOS)]
         take = n // (block * len(SCENARIOS)) + 1
-        mid = f"oc_{p.id}_{scenario}_{emotion}_t{take}"
-        plans.append(Plan(mid, "observation_controlled", "standing", emotion, p, take, mid, {"scenario": scenario}))
+        performance = f"oc_{p.id}_{scenario}_{emotion}"  # its takes are one group: they land in one split
+        plans.append(Plan(f"{performance}_t{take}", "observation_controlled", "standing", emotion, p, take, performance,
+                          {"scenario": scenario}))
     dy = [Performer.sample(f"DY{i + 1:02d}", rng) for i in range(2 * 12)]
     sequences = []
     kinds = list(INTERACTIONS)

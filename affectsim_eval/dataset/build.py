@@ -1,7 +1,7 @@
 """``affectsim dataset build``: compose every split at the paper's scale (docs/protocol.md §4).
 
 Splits are group-disjoint: action-grounded by performer (AG01-08 train, AG09-10 val,
-AG11-12 test), observation-controlled by source performance (669 / 84 / 84 clips),
+AG11-12 test), observation-controlled by source performance, its takes together (about 669 / 84 / 84 clips),
 dyadic by interaction sequence (34 / 7 / 7). Episode counts per split and family follow
 Table 2, distributed round-robin over each split's clips (observation-controlled episodes
 cycle through the four challenges). Every episode has its own seed, so results do not
@@ -65,12 +65,17 @@ def split_groups(lib: Library, seed: int) -> dict[str, dict[str, list]]:
     for s in SPLITS:
         out[s]["observation_controlled"] = []
     for emo in sorted({e["emotion"] for e in oc_all}):  # stratified by emotion: balanced classes per split
-        oc = sorted(e["id"] for e in oc_all if e["emotion"] == emo)
-        oc = [oc[i] for i in rng.permutation(len(oc))]
-        n = round(len(oc) * 84 / 837)
-        out["val"]["observation_controlled"] += oc[:n]
-        out["test"]["observation_controlled"] += oc[n:2 * n]
-        out["train"]["observation_controlled"] += oc[2 * n:]
+        # whole source performances (a performance's takes are one group), about 84 of 837 clips each in val and test
+        groups = sorted({e["group"] for e in oc_all if e["emotion"] == emo})
+        groups = [groups[i] for i in rng.permutation(len(groups))]
+        takes = {g: sorted(e["id"] for e in oc_all if e["group"] == g) for g in groups}
+        want = round(sum(len(t) for t in takes.values()) * 84 / 837)
+        dealt = {"val": [], "test": [], "train": []}
+        for g in groups:
+            split = next((s for s in ("val", "test") if len(dealt[s]) < want), "train")
+            dealt[split] += takes[g]
+        for s in SPLITS:
+            out[s]["observation_controlled"] += dealt[s]
     for s in SPLITS:
         out[s]["observation_controlled"].sort()
     # dyadic sequences: shuffled within each target emotion, then dealt round-robin over the emotions, so
