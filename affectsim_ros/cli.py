@@ -289,6 +289,9 @@ def _dataset_validate(ns: argparse.Namespace) -> int:
         print(f"[validate] dyadic context-only classifier, leave one of {c['sequences']} sequences out "
               f"({c['episodes']} episodes): Macro-F1 {c['macro_f1']:.3f} (at most {MAX_CONTEXT_F1}; "
               f"labels permuted: 95th percentile {c['chance_p95']:.3f})")
+    for fam, o in rep["overlap"].items():
+        print(f"[validate] {fam}: {o['performer_in_train']} of {o['test']} test episodes show a performer of the train "
+              f"split, {o['twinned']} a clip whose other take is in train")
     for why, n in sorted(rep["problems"].items(), key=lambda kv: -kv[1]):
         print(f"  FAIL {why}: {n} (e.g. {rep['examples'].get(why, '-')})")
     if not rep["problems"]:
