@@ -191,3 +191,24 @@ def test_performer_overlap_is_counted_per_family(small):
         assert overlap[fam]["test"] > 0 and overlap[fam]["performer_in_train"] == overlap[fam]["twinned"] == 0, fam
     oc = overlap["observation_controlled"]
     assert 0 < oc["performer_in_train"] <= oc["test"] and oc["twinned"] <= oc["performer_in_train"]
+
+
+def test_twinned_finds_another_take_of_the_same_performance_in_train(small):
+    """A held-out clip is twinned when train holds the same performer, action, scenario and emotion in
+    another take; the same clip, or another scenario, is not a twin."""
+    from types import SimpleNamespace
+
+    from affectsim_eval.dataset.inspect import twinned
+
+    root, _ = small
+    ep = next(e for e in load_split("test", root / "episodes") if e.family == "observation_controlled")
+    take = {"performer": "OC01", "action": "standing", "emotion": "sad"}
+    lib = SimpleNamespace(entries={"g1": {**take, "scenario": "gestures"}, "g2": {**take, "scenario": "gestures"},
+                                   "p1": {**take, "scenario": "pacing"}})
+
+    def showing(clip: str, eid: str):
+        return replace(ep, episode_id=eid, humans=(replace(ep.humans[0], motion_id=clip), *ep.humans[1:]))
+
+    train = [showing("g1", "a")]
+    held = [showing("g2", "b"), showing("p1", "c"), showing("g1", "d")]
+    assert twinned(train, held, lib) == {"b"}

@@ -180,27 +180,36 @@ def balance_problems(splits: dict[str, list[Episode]], shortcut: dict) -> dict[s
     return out
 
 
-def performer_overlap(splits: dict[str, list[Episode]], lib: Library) -> dict[str, dict[str, int]]:
-    """Family -> ``test`` episodes, those whose target performer also performs in train
-    (``performer_in_train``), and those whose target clip has a twin in train (``twinned``: the same
-    performer, action, scenario and emotion in another take). Splits are group-disjoint, not always
-    performer-disjoint: observation-controlled splits are by source performance, dyadic ones by sequence."""
-    def performer(e: Episode) -> str:
-        return lib.entries[e.target.motion_id]["performer"]
+def _performer(e: Episode, lib: Library) -> str:
+    return lib.entries[e.target.motion_id]["performer"]
 
-    def twin_key(e: Episode) -> tuple:
+
+def twinned(train: list[Episode], held: list[Episode], lib: Library) -> set[str]:
+    """Ids of the ``held`` episodes whose target clip has a twin among ``train``'s: the same performer,
+    action, scenario and emotion in another take (the observation-controlled split is by source
+    performance, so a performance's other take can be in train)."""
+    def key(e: Episode) -> tuple:
         m = lib.entries[e.target.motion_id]
         return m["performer"], m["action"], m.get("scenario"), m["emotion"]
 
+    seen: dict[tuple, set[str]] = {}
+    for e in train:
+        seen.setdefault(key(e), set()).add(e.target.motion_id)
+    return {e.episode_id for e in held if seen.get(key(e), set()) - {e.target.motion_id}}
+
+
+def performer_overlap(splits: dict[str, list[Episode]], lib: Library) -> dict[str, dict[str, int]]:
+    """Family -> ``test`` episodes, those whose target performer also performs in train
+    (``performer_in_train``), and those whose clip has a twin in train (``twinned``, :func:`twinned`).
+    Splits are group-disjoint, not always performer-disjoint: observation-controlled splits are by
+    source performance, dyadic ones by sequence."""
     out = {}
     for fam in sorted({e.family for eps in splits.values() for e in eps}):
         train = [e for e in splits.get("train", []) if e.family == fam]
         test = [e for e in splits.get("test", []) if e.family == fam]
-        performers, twins = {performer(e) for e in train}, {(twin_key(e), e.target.motion_id) for e in train}
-        keys = {k for k, _ in twins}
-        out[fam] = {"test": len(test), "performer_in_train": sum(performer(e) in performers for e in test),
-                    "twinned": sum(twin_key(e) in keys and (twin_key(e), e.target.motion_id) not in twins
-                                   for e in test)}
+        performers = {_performer(e, lib) for e in train}
+        out[fam] = {"test": len(test), "performer_in_train": sum(_performer(e, lib) in performers for e in test),
+                    "twinned": len(twinned(train, test, lib))}
     return out
 
 
