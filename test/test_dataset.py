@@ -77,6 +77,7 @@ def test_counterfactual_keeps_the_observation_conditions(small):
     assert (t1.x, t1.y, t1.yaw) == (t0.x, t0.y, t0.yaw)
     assert cf.start_position == ep.start_position and cf.scene_id == ep.scene_id
     assert cf.counterfactual_of == ep.episode_id
+    assert other not in cf.episode_id and cf.episode_id != counterfactual(ep, "fearful", lib).episode_id  # opaque, distinct
 
 
 def test_stratified_subsets_of_any_size_are_proportional_and_seeded(small):

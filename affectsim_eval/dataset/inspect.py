@@ -14,6 +14,7 @@ sensors (ids included), nor an evolving clip's scenario, that predicts the label
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter, defaultdict
 from dataclasses import replace
@@ -292,7 +293,8 @@ def counterfactual(ep: Episode, emotion: str, lib: Library) -> Episode:
     duration = lib.load(new["id"]).duration
     humans = tuple(replace(h, motion_id=new["id"], phase=round(h.phase % duration, 4)) if h.role == "target" else h
                    for h in ep.humans)
-    return replace(ep, humans=humans, emotion=emotion, episode_id=f"{ep.episode_id}_cf_{emotion}",
+    tag = hashlib.sha256(f"{ep.episode_id}|{emotion}".encode()).hexdigest()[:6]  # opaque: no label in an id
+    return replace(ep, humans=humans, emotion=emotion, episode_id=f"{ep.episode_id}_cf{tag}",
                    counterfactual_of=ep.episode_id)
 
 
