@@ -260,6 +260,7 @@ def test_a_repeated_request_id_gets_the_same_reply_and_changes_nothing(bridge):
     assert unnumbered == [0.75, 1.0]  # request_id 0: every request is applied
 
 
+@pytest.mark.slow  # > 30 s of real time: make test-all
 def test_a_reply_lost_while_the_bridge_stalls_is_recovered_and_the_action_applied_once(bridge):
     """Paused past the DDS lease (20 s), the bridge answers a pending request to no one; the client
     sends it again and the bridge applies it once (this ends the module: the pause is long)."""

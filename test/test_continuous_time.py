@@ -78,6 +78,7 @@ def test_cmd_vel_executor_drives_the_free_running_bridge(tmp_path):
             rclpy.shutdown()
 
 
+@pytest.mark.slow  # > 30 s of real time: make test-all
 def test_a_robot_stand_in_acquires_through_the_robots_own_topics_only(tmp_path):
     """The bridge in free_run without ground truth, its depth remapped to the Fetch's other depth topic;
     ``affectsim launch robot`` (nav + perception, cmd_vel) on top, remapped the same way."""

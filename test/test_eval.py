@@ -57,6 +57,7 @@ def _records(run) -> dict[str, dict]:
         return {r["episode_id"]: comparable(r) for r in st.records(None)}
 
 
+@pytest.mark.slow  # > 30 s of real time: make test-all
 def test_ros_graph_records_equal_in_process_records_and_mcap_is_readable(small_data, tmp_path):
     data, _ = small_data
     ids = episode_ids(data, "dyadic")

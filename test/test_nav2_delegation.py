@@ -118,6 +118,7 @@ def _result(handle, timeout=300):
     return rf.result()
 
 
+@pytest.mark.slow  # > 30 s of real time: make test-all
 def test_policy_goals_go_to_navigate_to_pose_in_continuous_time(tmp_path):
     lib_dir = tmp_path / "motions"
     build(lib_dir, seed=0, log=lambda s: None, ag_performers=1, ag_takes=1, oc_performances=5, oc_performers=1, dyadic=0,
