@@ -2,7 +2,7 @@
 
 Splits are group-disjoint: action-grounded by performer (AG01-08 train, AG09-10 val,
 AG11-12 test), observation-controlled by source performance, its takes together (about 669 / 84 / 84 clips),
-dyadic by interaction sequence (34 / 7 / 7). Episode counts per split and family follow
+dyadic by interaction sequence (40 / 10 / 10: two per target emotion held out). Episode counts per split and family follow
 Table 2, distributed round-robin over each split's clips (observation-controlled episodes
 cycle through the four challenges). Every episode has its own seed, so results do not
 depend on how work is shared between processes. An episode that cannot be composed in its
