@@ -27,6 +27,7 @@ from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import SERVICES
 from affectsim_interfaces.srv import ApplyAction, LoadWorld, RenderViews
 from affectsim_ros.launcher import GraphProcesses
+from waiting import wait_until
 
 STALL_S = 25.0  # s the bridge is paused: past the DDS participant lease (20 s), where a reply is lost
 
@@ -325,12 +326,13 @@ def test_a_flood_of_bad_commands_is_counted_and_logged_once_a_second(bridge):
     bad = Twist()
     bad.linear.x = float("nan")
     counts = lambda: [int(m) for m in re.findall(r"/cmd_vel rejected \((\d+) so far\)", log.read_text())]  # noqa: E731
-    t0 = time.monotonic()
-    deadline = t0 + 60  # safety net; the flood goes on until the bridge has logged three lines
-    while len(counts()) < 3 and time.monotonic() < deadline:
+    def flooded() -> bool:  # 50 commands every 0.01 s: ~5 kHz offered, well above the 1 kHz that flooded the log
         for _ in range(50):
             pub.publish(bad)
-        time.sleep(0.01)  # ~5 kHz offered, well above the 1 kHz that flooded the log
+        return len(counts()) >= 3
+
+    t0 = time.monotonic()
+    wait_until(flooded, 60, "three rejection lines in the bridge's log", 0.01)  # the flood goes on until then
     elapsed = time.monotonic() - t0
     lines = counts()
     assert len(lines) >= 3 and len(lines) <= elapsed + 2, (len(lines), elapsed)  # at most one line a second
@@ -359,12 +361,12 @@ def test_memory_a_large_reply_held_is_returned_once_it_is_replaced(bridge):
     before = rss().rss
     views(64, 0)  # 64 full 640x480 frames: a 59 MB reply
     peak = rss().rss
-    deadline = time.monotonic() + 60  # safety net: wait for the state, not a time
-    while True:
+    def returned() -> int | None:
         views(1, 64)  # replaces the large reply in the service's history
         now = rss().rss
-        if now - before < 30 * 2 ** 20 or time.monotonic() > deadline:
-            break
-        time.sleep(0.5)
+        return now if now - before < 30 * 2 ** 20 else None
+
+    now = wait_until(returned, 60, f"bridge RSS back within 30 MiB of {before / 2**20:.0f} MiB "
+                                   f"(peak {peak / 2**20:.0f} MiB)", 0.5)
     assert now - before < 30 * 2 ** 20, f"bridge RSS {before / 2**20:.0f} -> {peak / 2**20:.0f} -> {now / 2**20:.0f} MiB"
     cli.destroy()

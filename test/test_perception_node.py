@@ -165,13 +165,8 @@ def test_person_detections_follow_the_camera_stream(graph):
     _clip(client, lib)
     res, _, _ = client.step_and_frame(Action.STOP)
     t = from_time(res.stamp)
-    deadline = threading.Event()
-    for _ in range(100):
-        hits = [d for d in detections if abs(from_time(d.header.stamp) - t) < 1e-6]
-        if hits:
-            break
-        deadline.wait(0.1)
-    assert hits, "no detections for the newest frame"
+    hits = wait_until(lambda: [d for d in detections if abs(from_time(d.header.stamp) - t) < 1e-6], 10,
+                      "detections for the newest frame")
     d = hits[0]
     assert d.header.frame_id == "head_camera_rgb_optical_frame" and len(d.people) == 1
     p = d.people[0]
@@ -189,7 +184,6 @@ def test_tf_stamps_are_checked_against_the_clock_not_the_newest_camera_frame(tmp
     """Frames wait behind the detector, so the newest camera stamp lags: under load make bench's
     map -> odom was refused as 2.25 s future-dated. A transform 1 s after /clock is accepted though
     the last frame is 90 s older; one 3.5 s after /clock is refused."""
-    import time
     from pathlib import Path
 
     from builtin_interfaces.msg import Time
@@ -215,7 +209,6 @@ def test_tf_stamps_are_checked_against_the_clock_not_the_newest_camera_frame(tmp
             t.transform.rotation.w = 1.0
             return TFMessage(transforms=[t])
 
-        deadline = time.monotonic() + 180  # safety net: wait for the node's state, not a time
         wait_until(lambda: "perception ready" in log.read_text(), 180, "the perception node ready", 0.5)
         wait_until(lambda: node.count_subscribers("/tf") > 0, 60, "its /tf subscription", 0.2)
         frame = Image(height=1, width=1, encoding="rgb8", step=3, data=bytes(3))
@@ -226,10 +219,12 @@ def test_tf_stamps_are_checked_against_the_clock_not_the_newest_camera_frame(tmp
             pubs["clock"].publish(Clock(clock=Time(sec=100)))
             pubs["tf"].publish(tf(101.0))
         # one reliable publisher keeps its order: once 103.5 s is refused, every 101 s one was handled before it
-        while not refused() and time.monotonic() < deadline:
+        def offered_until_refused() -> bool:
             pubs["clock"].publish(Clock(clock=Time(sec=100)))
             pubs["tf"].publish(tf(103.5))
-            time.sleep(0.2)  # poll interval of the wait on the log
+            return refused()
+
+        wait_until(offered_until_refused, 180, "the transform 3.5 s ahead of the clock refused", 0.2)
         text = log.read_text()
         assert "103.500 s, 3.500 s after now (100.000 s)" in text and "stamped 101.000" not in text, text[-2000:]
         node.destroy_node()

@@ -45,9 +45,9 @@ def table(records: list[EpisodeRecord], twins: set[str]) -> list[str]:
     groups = ["twinned" if r.episode_id in twins else "untwinned" for r in records]
     if len(set(groups)) < 2:
         raise SystemExit(f"performer_overlap: error: the run's {len(records)} {FAMILY} episodes are all {groups[0]}")
-    w = stratified_weights(groups)
     mask = {g: np.array([x == g for x in groups]) for g in ("twinned", "untwinned")}
-    paired = {g: Paired([r for r, k in zip(records, m) if k], w[:, m]) for g, m in mask.items()}
+    drawn = Paired(records, stratified_weights(groups))  # each group resampled within itself
+    paired = {g: drawn.subset(m) for g, m in mask.items()}
     models = trained(list(records[0].recognizers))
     n = {g: int(m.sum()) for g, m in mask.items()}
     lines = [f"| recognizer | setting | twinned ({n['twinned']}) | untwinned ({n['untwinned']}) | twinned − untwinned |",
