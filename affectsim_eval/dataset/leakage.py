@@ -39,6 +39,7 @@ GRID_M = 1.0  # m, cell of a start position
 SECTOR_RAD = math.pi / 4  # sector of a start heading
 
 Token = Hashable
+VISIBLE = ("episode_id", "scene", "start_pose", "target_description")  # the fields of :func:`visible_fields`
 
 
 def string_tokens(value: str) -> list[Token]:
@@ -127,9 +128,9 @@ def _by_family(splits: dict[str, list[Episode]], tokens: Callable[[Episode], lis
 
 def policy_fields_leak(splits: dict[str, list[Episode]]) -> dict[str, dict]:
     """Field (and ``all``) -> family -> :func:`shortcut_score` of that field -> the episode's label."""
-    fields = ("episode_id", "scene", "start_pose", "target_description")
-    out = {f: _by_family(splits, lambda e, f=f: visible_fields(e)[f], lambda e: e.emotion) for f in fields}
-    out["all"] = _by_family(splits, lambda e: [t for f in fields for t in visible_fields(e)[f]], lambda e: e.emotion)
+    tokens = {e.episode_id: visible_fields(e) for eps in splits.values() for e in eps}  # tokenised once
+    out = {f: _by_family(splits, lambda e, f=f: tokens[e.episode_id][f], lambda e: e.emotion) for f in VISIBLE}
+    out["all"] = _by_family(splits, lambda e: [t for f in VISIBLE for t in tokens[e.episode_id][f]], lambda e: e.emotion)
     return out
 
 
