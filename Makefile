@@ -22,7 +22,7 @@ test-all: setup
 dataset-check: setup  ## rebuild a small dataset from scratch (~4 min) and compare its hashes with config/dataset_reference.json; compose a sample of the shipped dataset's jobs again and compare
 	$(VENV)/bin/affectsim dataset fingerprint
 
-# stratified test episodes of the run (unset: the bench graph's default, 240); all: the whole test split
+# stratified test episodes of the run (unset: the bench graph's default, 160); all: the whole test split
 BENCH_EPISODES ?=
 # bench graphs side by side, each on its own ROS domain and part of the episodes (the records are the same)
 BENCH_GRAPHS ?= 2

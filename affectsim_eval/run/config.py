@@ -31,7 +31,7 @@ MAX_BUDGET = 100_000  # upper bound of either budget a run may set
 DATASET_KEY = "dataset_split_sha256"  # run metadata: the checksum of the split a run evaluates
 # the bench graph's (and `make bench`'s) stratified test subset: the most episodes a fresh clone on an idle
 # 2-core machine runs within 15 minutes, setup included (docs/evaluation.md, "Where the time of make bench goes")
-DEFAULT_EPISODES = 240
+DEFAULT_EPISODES = 160
 MAX_SHARDS = 64  # most parts a run may be split into (``shard:=k/N``, ``graphs:=N``)
 
 
