@@ -9,10 +9,10 @@ motion's own VAD (:func:`motion_vad`) moves the prototype by how the performance
 
 - strength: the prototype is scaled by the expression's strength (performer expressiveness x
   intensity, at most 1): a faint performance lies nearer neutral;
-- arousal is half prototype, half movement energy (speed, tempo and gesture size relative to the
+- arousal is 30 % prototype, 70 % movement energy (speed, tempo and gesture size relative to the
   performer's own neutral): perceived arousal follows movement speed (Pollick et al. 2001,
   Cognition 82: B51-B61; Roether et al. 2009);
-- dominance is half prototype, half posture expansion (expansive vs contracted arms and trunk:
+- dominance is 30 % prototype, 70 % posture expansion (expansive vs contracted arms and trunk:
   Tiedens & Fragale 2003, J. Personality and Social Psychology 84: 558-568);
 - valence is the scaled prototype (no kinematic measure predicts it reliably: Pollick et al.).
 
@@ -41,7 +41,7 @@ VAD_PROTOTYPES: dict[str, tuple[float, float, float]] = {
     "neutral": (0.0, 0.0, 0.0),
     "sad": (-0.63, -0.27, -0.33),
 }
-KINEMATIC_SHARE = 0.5  # of arousal (movement energy) and dominance (posture expansion)
+KINEMATIC_SHARE = 0.7  # of arousal (movement energy) and dominance (posture expansion)
 KINEMATIC_GAIN = 2.0  # tanh(gain * log-ratio): a 1.5x faster performance moves arousal by about +0.36
 
 

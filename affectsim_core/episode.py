@@ -4,7 +4,7 @@
 and names the episode and the field of any problem; :meth:`Episode.to_dict` gives the same JSON
 back, key for key, so a dataset round-trips byte for byte::
 
-    {"episode_id": "test_oc_000042", "scene_id": "scene_012",
+    {"episode_id": "test_3f9c2a71b04e", "scene_id": "scene_012",
      "start_position": [x, y, 0.0], "start_rotation": [w, x, y, z],       # robot x0, map frame
      "family": "observation_controlled", "challenge": "rear_view",       # challenge: null unless OC
      "emotion": "sad", "action": "standing", "group": "oc_OC07_...",      # label and split group
@@ -12,7 +12,7 @@ back, key for key, so a dataset round-trips byte for byte::
      "humans": [{"role": "target", "motion_id": "...", "x": .., "y": .., "yaw": .., "phase": s,
                  "description": "red top, dark trousers"}],
      "placement": {...}, "measures": {"initial_distance": m, ...},
-     "counterfactual_of": "test_oc_000042"}                               # only on counterfactuals
+     "counterfactual_of": "test_3f9c2a71b04e"}                            # only on counterfactuals
 
 Positions are metres and angles radians in the ``map`` frame; ``phase`` is seconds into the motion.
 """

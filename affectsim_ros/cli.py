@@ -201,6 +201,9 @@ def _motions_validate(ns: argparse.Namespace) -> int:
     lib = library.Library(Path(ns.library))
     report = validate_library(lib)
     print(f"[validate] {report.checked} clips, {len(lib.manifest.get('dyadic', []))} dyadic sequences checked")
+    shares = report.measures.get("vad_within_class_share", {})
+    print("[validate] VAD variance within the emotion classes: "
+          + ", ".join(f"{dim} {v:.1%}" for dim, v in shares.items()))
     for reason, n in report.failures.most_common():
         print(f"  FAIL {reason}: {n} clips, e.g. {report.examples[reason]}")
     if report.ok:
@@ -289,6 +292,15 @@ def _dataset_validate(ns: argparse.Namespace) -> int:
         print(f"[validate] dyadic context-only classifier, leave one of {c['sequences']} sequences out "
               f"({c['episodes']} episodes): Macro-F1 {c['macro_f1']:.3f} (at most {MAX_CONTEXT_F1}; "
               f"labels permuted: 95th percentile {c['chance_p95']:.3f})")
+    for field, fams in rep["leakage"]["fields"].items():
+        scores = ", ".join(f"{fam} {r['macro_f1']:.3f} (chance {r['chance']:.3f})" for fam, r in fams.items()
+                           if r["macro_f1"] is not None)
+        print(f"[validate] label from {'all fields' if field == 'all' else field}, train -> val + test Macro-F1: {scores}")
+    for which, r in rep["leakage"]["scenario"].items():
+        if r is not None and r["macro_f1"] is not None:
+            print(f"[validate] evolving scenario -> {which} emotion: Macro-F1 {r['macro_f1']:.3f} "
+                  f"(chance {r['chance']:.3f})")
+    print(f"[validate] episodes per emotion: {rep['classes']}")
     for fam, o in rep["overlap"].items():
         print(f"[validate] {fam}: {o['performer_in_train']} of {o['test']} test episodes show a performer of the train "
               f"split, {o['twinned']} a clip whose other take is in train")

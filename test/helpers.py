@@ -138,3 +138,13 @@ def social_records() -> list[dict]:
                                    "reacting_s": 0.5 * i, "path_m": 0.2 * i, "max_shift_m": 0.1 * i,
                                    "blocked_steps": 0}]}
     return out
+
+
+def episode_ids(data, family: str, n: int = 1, split: str = "test") -> tuple[str, ...]:
+    """The first ``n`` ids (in id order: ids are opaque) of ``family``'s episodes in the ``split`` of the
+    dataset under the data directory ``data`` (``data/episodes``)."""
+    from affectsim_eval.dataset.episodes import load_split
+
+    ids = sorted(e.episode_id for e in load_split(split, data / "episodes") if e.family == family)
+    assert len(ids) >= n, f"{split} has {len(ids)} {family} episodes, a test asked for {n}"
+    return tuple(ids[:n])

@@ -42,10 +42,11 @@ def test_prototypes_are_the_published_positions_and_order_the_classes():
 
 def test_motion_vad_scales_with_strength_and_follows_energy_and_expansion():
     assert np.allclose(motion_vad("neutral", 1.0, 0.0, 0.0), 0)
-    assert np.allclose(motion_vad("angry", 1.0, 0.0, 0.0), [-0.51, 0.295, 0.125])
-    # hand: a = 0.5 * 0.5 * 0.59 + 0.5 * tanh(2 * 0.2); d = 0.5 * 0.5 * 0.25 + 0.5 * tanh(2 * -0.1)
+    # by hand, kinematic share 0.7 and gain 2: the class prototype keeps 0.3 of arousal and dominance
+    assert np.allclose(motion_vad("angry", 1.0, 0.0, 0.0), [-0.51, 0.3 * 0.59, 0.3 * 0.25])
+    # a = 0.3 * 0.5 * 0.59 + 0.7 * tanh(2 * 0.2); d = 0.3 * 0.5 * 0.25 + 0.7 * tanh(2 * -0.1)
     got = motion_vad("angry", 0.5, 0.2, -0.1)
-    assert got == pytest.approx([-0.255, 0.1475 + 0.5 * math.tanh(0.4), 0.0625 + 0.5 * math.tanh(-0.2)])
+    assert got == pytest.approx([-0.255, 0.0885 + 0.7 * math.tanh(0.4), 0.0375 + 0.7 * math.tanh(-0.2)])
     assert np.allclose(motion_vad("happy", 3.0, 0, 0), motion_vad("happy", 1.0, 0, 0))  # strength capped at 1
     assert motion_vad("sad", 1, -0.4, 0)[1] < motion_vad("sad", 1, 0.0, 0)[1]  # slower: calmer
     assert np.abs(motion_vad("fearful", 1, 50, -50)).max() <= 1

@@ -54,6 +54,10 @@ def test_challenges_are_realised_and_remeasured(ctx, performer, challenge):
     assert ctx.nav.is_navigable(np.array([robot.x, robot.y]))[0]
     if challenge == "rear_view":
         assert me.rear_frames >= 0.75  # seen from behind through most of the clip, not only at its start
+    if challenge == "partial_occlusion":  # partly hidden through most of the clip, not only at its start
+        assert me.occluded_frames >= 0.75
+    if challenge == "far_visible":  # far in every frame of the clip
+        assert me.min_distance >= 4.5
     if challenge == "obstacle_detour":  # visible from the start, yet every informative viewpoint needs a detour
         assert me.visible_frames > 0.5 and me.detour_ratio >= 1.5
         views = ctx.informative_viewpoints(place, 0.0)
@@ -71,47 +75,29 @@ def test_challenge_definitions_reject_what_they_exclude():
     assert not realised("obstacle_detour", replace(base, visible_frames=0.5))  # hidden half the clip: search
     assert not realised("obstacle_detour", replace(base, detour_ratio=math.nan))  # no viewpoint reachable
     assert base.as_dict()["detour_ratio"] == 2.0 and replace(base, detour_ratio=math.nan).as_dict()["detour_ratio"] is None
+    far = replace(base, initial_distance=6.0, min_distance=6.0)
+    assert realised("far_visible", far)
+    assert not realised("far_visible", replace(far, min_distance=4.0))  # far at the start, near later in the clip
+    hidden = replace(base, unoccluded_fraction=0.4, occluded_frames=0.75)
+    assert realised("partial_occlusion", hidden)
+    assert not realised("partial_occlusion", replace(hidden, occluded_frames=0.625))  # out of range in 3 of 8 frames
+    assert not realised("partial_occlusion", replace(hidden, unoccluded_fraction=0.7))
 
 
-@pytest.mark.parametrize("action", ["seated", "sit_down", "knock"])
-def test_action_grounded_placements_use_scene_geometry(ctx, performer, action):
-    m = generate("a", action, "sad", performer, 1)
-    place, info = place_target(ctx, m, np.random.default_rng(1))
-    if action == "knock":
-        door = {d.id: d for d in ctx.scene.doors()}[info["door"]]
-        hand = ctx.body_points(place, 0.0)  # over the clip, the knuckles reach the panel face
-        ts = np.linspace(0, m.duration, 60, endpoint=False)
-        from affectsim_bridge.humans.skeleton import POINTS
+def test_far_visible_follows_a_performer_walking_towards_the_robot(ctx, performer):
+    """``min_distance`` is the least camera-to-pelvis distance over every full-rate frame of the clip
+    (two cycles of a walk), not the distance at its start."""
+    from affectsim_core.clips import clip_times
+    from affectsim_core.geometry import Pose2D
 
-        fp = door.footprint
-        n = np.array([-math.sin(fp.yaw), math.cos(fp.yaw)])
-        dist = [abs((ctx.body_points(place, t)[POINTS.index("hand_r"), :2] - [fp.cx, fp.cy]) @ n) for t in ts]
-        assert min(dist) == pytest.approx(fp.hy, abs=0.02)
-        assert hand.shape == (41, 3)
-    else:
-        sup = {s.furniture_id: s for s in ctx.scene.supports()}[info["support"]]
-        assert abs(sup.height - m.provenance["seat_height"]) <= 0.06
-        assert math.hypot(place.x - sup.x, place.y - sup.y) <= sup.half_length
-
-
-def test_description_is_non_privileged(performer):
-    m = generate("d", "standing", "angry", performer, 1, scenario="gestures")
-    text = describe(m)
-    assert "top" in text and "trousers" in text and "angry" not in text
-
-
-def test_episode_schema_rejects_bad_fields():
-    ep = {"episode_id": "e1", "scene_id": "scene_000", "start_position": [1.0, 2.0, 0.0],
-          "start_rotation": list(quat_from_yaw(0.3)), "family": "observation_controlled", "challenge": "rear_view",
-          "emotion": "sad", "humans": [{"role": "target", "motion_id": "m", "x": 0.0, "y": 0.0, "yaw": 0.0,
-                                         "phase": 0.0}], "seed": 1}
-    assert Episode.from_dict(ep, "t").to_dict() == {**ep, "action": "", "group": "", "monitor_room": None,
-                                                     "placement": {}, "measures": {},
-                                                     "humans": [{**ep["humans"][0], "description": ""}]}
-    for field, value, msg in (("challenge", "upside_down", "challenge"), ("emotion", "bored", "emotion"),
-                              ("start_rotation", [1, 1, 0, 0], "start_rotation"), ("family", "x", "family")):
-        with pytest.raises(InvalidInput, match=f"episode e1.*{msg}"):
-            Episode.from_dict(dict(ep, **{field: value}), "t")
-    with pytest.raises(InvalidInput, match="only the fields"):
-        Episode.from_dict(dict(ep, surprise=1), "t")
-    assert set(CRITERIA) == {None, *CHALLENGES}
+    rng = np.random.default_rng(2)
+    m = generate("w", "walk", "angry", performer, 1)
+    place = next(p for p in (place_target(ctx, m, rng) for _ in range(20)) if p is not None)[0]
+    xy = ctx.nav.sample(1, rng)[0]
+    robot = Pose2D(float(xy[0]), float(xy[1]), 0.0)
+    me = ctx.measure(robot, place, 0.0, paths=False)
+    cam, _ = ctx.camera(robot)
+    every = [float(np.linalg.norm(place.pose_at(float(t))[0] - cam)) for t in clip_times(m.duration)]
+    assert me.min_distance == pytest.approx(min(every), abs=1e-9)
+    assert max(every) - min(every) > 0.5  # the walk changes the distance: the start alone would not tell
+    assert math.isnan(me.occluded_frames)  # measured with the paths only

@@ -77,6 +77,7 @@ def test_counterfactual_keeps_the_observation_conditions(small):
     assert (t1.x, t1.y, t1.yaw) == (t0.x, t0.y, t0.yaw)
     assert cf.start_position == ep.start_position and cf.scene_id == ep.scene_id
     assert cf.counterfactual_of == ep.episode_id
+    assert other not in cf.episode_id and cf.episode_id != counterfactual(ep, "fearful", lib).episode_id  # opaque, distinct
 
 
 def test_stratified_subsets_of_any_size_are_proportional_and_seeded(small):
@@ -151,7 +152,7 @@ def test_the_evolving_family_is_performer_disjoint_plays_from_the_start_and_is_c
     assert not performers["train"] & performers["test"]
     lib = Library(root / "motions")
     for e in eps["test"]:
-        assert e.target.phase == 0.0 and e.episode_id.startswith("test_ev_")
+        assert e.target.phase == 0.0 and e.episode_id.startswith("test_")
         assert len(lib.load(e.target.motion_id).segments) > 1 and e.emotion == lib.entries[e.target.motion_id]["emotion"]
     assert all(s["families"].get("evolving") for s in manifest["splits"].values())
     # the default subset keeps the paper's families; evolving ones are asked for

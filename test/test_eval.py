@@ -34,6 +34,7 @@ from affectsim_eval.run.report import write_report
 from affectsim_eval.run.runner import EpisodeWorker, run_eval
 from affectsim_eval.run.store import ResultsStore
 from affectsim_ros.launcher import GraphProcesses
+from helpers import episode_ids
 from waiting import wait_until
 
 AFFECTSIM = [sys.executable, "-m", "affectsim_ros.cli"]
@@ -59,7 +60,7 @@ def _records(run) -> dict[str, dict]:
 @pytest.mark.slow  # > 30 s of real time: make test-all
 def test_ros_graph_records_equal_in_process_records_and_mcap_is_readable(small_data, tmp_path):
     data, _ = small_data
-    ids = ("test_dy_000000",)
+    ids = episode_ids(data, "dyadic")
     recs = ("pose-temporal", "majority")
     run_eval(tmp_path / "offline", EvalConfig(ids=ids, recognizers=recs), workers=1, data=data, log=lambda m: None,
              allow_dataset_mismatch=True)
@@ -98,7 +99,7 @@ def test_two_graphs_side_by_side_give_the_records_of_one_run(small_data, tmp_pat
     """``affectsim launch bench graphs:=2``: two graphs on two ROS domains, each evaluating its part of the
     episodes into one store; the records are those of an in-process run, and one report covers both."""
     data, _ = small_data
-    ids = ("test_ag_000000", "test_oc_000000")
+    ids = episode_ids(data, "action_grounded") + episode_ids(data, "observation_controlled")
     run_eval(tmp_path / "offline", EvalConfig(ids=ids, recognizers=("majority",)), workers=1, data=data,
              log=lambda m: None, allow_dataset_mismatch=True)
     params = yaml.safe_load((ROOT / "config" / "bench.yaml").read_text())
@@ -177,7 +178,7 @@ def test_a_bridge_stall_during_the_benchmark_loses_no_episode(small_data, tmp_pa
     """The bridge paused 45 s mid-run (past the DDS lease, so replies are lost): every episode is
     still stored ok, with the records of an undisturbed in-process run, and the evaluator exits 0."""
     data, _ = small_data
-    ids = ("test_ag_000000", "test_ag_000001")
+    ids = episode_ids(data, "action_grounded", 2)
     run_eval(tmp_path / "offline", EvalConfig(ids=ids, recognizers=tuple(FAST.split(","))), workers=1, data=data,
              log=lambda m: None, allow_dataset_mismatch=True)
     ros = tmp_path / "ros"
@@ -219,7 +220,7 @@ def _a_stopped_evaluator_stores_no_failure(data, episode_id: str, domain_id: int
 
 def test_killed_run_resumes_without_losing_or_recomputing(small_data, tmp_path):
     data, _ = small_data
-    ids = "test_ag_000000,test_ag_000001,test_ag_000002"
+    ids = ",".join(episode_ids(data, "action_grounded", 3))
     cmd = [*AFFECTSIM, "eval", "--ids", ids, "--recognizers", FAST, "--workers", "1", "--data", str(data),
            "--out", str(tmp_path), "--no-report", "--allow-dataset-mismatch"]
     proc = subprocess.Popen(cmd, env=loopback_env(pick_domain_id()), stdout=subprocess.DEVNULL,
@@ -310,7 +311,7 @@ def test_bad_input_is_refused_at_start(small_data, tmp_path):
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "results.sqlite").write_bytes(b"not a database at all" * 100)
     with pytest.raises(InvalidInput, match="results store"):
-        run_eval(tmp_path / "bad", EvalConfig(ids=("test_ag_000000",), recognizers=("majority",)), data=data,
+        run_eval(tmp_path / "bad", EvalConfig(ids=episode_ids(data, "action_grounded"), recognizers=("majority",)), data=data,
                  allow_dataset_mismatch=True)
     proc = subprocess.run([*AFFECTSIM, "launch", "bench", "episodes:=-3"], env=loopback_env(pick_domain_id()),
                           capture_output=True, text=True, timeout=60)
@@ -325,7 +326,7 @@ def test_a_checkpoint_trained_on_another_dataset_version_is_refused_unless_allow
     version = read_manifest(data / "episodes")["version"]
     shipped = trained_on(("majority",))["majority"]
     assert shipped["dataset_version"] != version  # the shipped checkpoints were trained on the full dataset
-    cfg = EvalConfig(ids=("test_ag_000000",), recognizers=("majority", "uniform"))
+    cfg = EvalConfig(ids=episode_ids(data, "action_grounded"), recognizers=("majority", "uniform"))
     with pytest.raises(InvalidInput, match=f"checkpoints.majority.dataset_version='{shipped['dataset_version']}' is "
                                            f"invalid; expected '{version}'.* the checkpoint was trained on train "
                                            f"{shipped['splits']['train'][:6]}"):
@@ -333,7 +334,7 @@ def test_a_checkpoint_trained_on_another_dataset_version_is_refused_unless_allow
     assert not (tmp_path / "refused").exists()  # refused before any work
     logs = tmp_path / "refused_logs"  # the evaluator node refuses at start, before joining any episode
     with GraphProcesses("bench", nodes=("evaluator",), log_dir=logs,
-                        args={"episodes": "0", "episode_ids": "test_ag_000000", "recognizers": "majority",
+                        args={"episodes": "0", "episode_ids": cfg.ids[0], "recognizers": "majority",
                               "output_dir": str(tmp_path / "refused")},
                         extra_params={"evaluator": {"data_dir": str(data)}}) as ev:
         code = _exit_code(ev)
@@ -352,7 +353,7 @@ def test_a_checkpoint_trained_on_another_dataset_version_is_refused_unless_allow
 @pytest.mark.slow
 def test_ray_shards_equal_a_local_run(small_data, tmp_path):
     data, _ = small_data
-    cfg = EvalConfig(ids=("test_ag_000003", "test_ag_000004"), recognizers=("majority", "uniform"))
+    cfg = EvalConfig(ids=episode_ids(data, "action_grounded", 5)[3:], recognizers=("majority", "uniform"))
     run_eval(tmp_path / "local", cfg, workers=1, data=data, log=lambda m: None, allow_dataset_mismatch=True)
     run_eval(tmp_path / "ray", cfg, workers=2, ray_address="local", data=data, log=lambda m: None,
              allow_dataset_mismatch=True)

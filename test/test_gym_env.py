@@ -13,6 +13,7 @@ import gymnasium
 import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
+from helpers import episode_ids
 
 import affectsim_eval.gym  # noqa: F401 - registers the environment id
 from affectsim_core.actions import Action
@@ -92,7 +93,7 @@ def test_the_budget_is_the_truncation_and_a_handoff_after_it_still_counts(env):
 
 def test_driving_the_environment_with_the_baseline_gives_the_evaluators_records(small_data):
     data, _ = small_data
-    ids = ("test_ag_000000", "test_dy_000000", "test_oc_000000")
+    ids = tuple(i for fam in ("action_grounded", "dyadic", "observation_controlled") for i in episode_ids(data, fam))
     cfg = EvalConfig(split="test", ids=ids, recognizers=(RECOGNIZER,), max_actions=60, max_planner_calls=12)
     worker = EpisodeWorker(cfg.as_dict(), str(data))
     env = ActiveObservationEnv(split="test", recognizer=RECOGNIZER, max_actions=60, max_planner_calls=12, record=True,

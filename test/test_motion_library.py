@@ -8,15 +8,17 @@ import pytest
 
 from affectsim_bridge.humans.features import library_stats
 from affectsim_bridge.humans.generator import generate
-from affectsim_bridge.content.library import INTERACTIONS, Library, build
+from affectsim_bridge.content.library import INTERACTIONS, PAIRS, Library, build, evolving_scenario
 from affectsim_bridge.humans.motion import save_motion
 from affectsim_bridge.humans.styles import Performer
-from affectsim_bridge.content.validate import Report, check_motion, validate_library
+from affectsim_bridge.content.validate import MIN_VAD_WITHIN, Report, check_motion, validate_library, vad_within_class_share
+from affectsim_core.affect import prototype
 from affectsim_core.classification import macro_f1
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS
 from affectsim_eval.dataset.build import plan_jobs, split_groups
 from affectsim_eval.dataset.context import MAX_CONTEXT_F1, ContextClassifier, leave_one_sequence_out
+from affectsim_eval.dataset.leakage import shortcut_score
 
 SMALL = dict(ag_performers=2, ag_takes=1, oc_performances=30, oc_performers=3, dyadic=5, ev_performers=2,
              ev_clips=3)
@@ -33,7 +35,7 @@ def test_paper_scale_counts_and_balance(full):
     _, manifest = full
     c = manifest["counts"]
     assert c["action_grounded"]["total"] == 480 and c["observation_controlled"]["total"] == 837
-    assert len(manifest["dyadic"]) == 48
+    assert len(manifest["dyadic"]) == 60
     assert len(manifest["clips"]) >= 1259
     oc = c["observation_controlled"]["emotions"]
     assert max(oc.values()) - min(oc.values()) <= 1
@@ -154,7 +156,9 @@ def test_dyadic_context_is_crossed_with_the_target_emotion(full):
     groups = split_groups(lib, 0)
     for split in ("train", "val", "test"):
         assert {lib.entries[f"{sid}_target"]["emotion"] for sid in groups[split]["dyadic"]} == set(EMOTIONS), split
-    assert [len(groups[s]["dyadic"]) for s in ("train", "val", "test")] == [34, 7, 7]
+    assert [len(groups[s]["dyadic"]) for s in ("train", "val", "test")] == [40, 10, 10]
+    for split in ("val", "test"):  # two sequences of every target emotion: the split's classes are balanced
+        assert set(Counter(lib.entries[f"{sid}_target"]["emotion"] for sid in groups[split]["dyadic"]).values()) == {2}
 
 
 def test_rear_view_jobs_go_to_in_place_performances(full):
@@ -213,18 +217,19 @@ def test_leaving_one_sequence_out_has_the_power_to_find_a_partial_leak_at_the_da
 def test_evolving_clips_balance_emotion_pairs_and_events_independently(full):
     _, manifest = full
     ev = [e for e in manifest["clips"] if e["family"] == "evolving"]
-    assert len(ev) >= 300
+    assert len(ev) == 400
     performers = {e["performer"] for e in ev}
     others = {e["performer"] for e in manifest["clips"] if e["family"] != "evolving"}
     assert len(performers) == 20 and not performers & others  # splits can be performer-disjoint
-    pairs = Counter((e["segments"][0][2], e["segments"][1][2]) for e in ev)
-    assert len(pairs) == 20 and max(pairs.values()) - min(pairs.values()) <= 1
+    last = lambda e: (e["segments"][-2][2], e["segments"][-1][2])  # noqa: E731  the last change
+    for p in performers:  # each performer performs every ordered pair once as the last change
+        assert Counter(last(e) for e in ev if e["performer"] == p) == Counter(PAIRS), p
     changes = Counter(len(e["segments"]) - 1 for e in ev)
     assert set(changes) == {1, 2} and changes[2] >= 90
-    # the first event does not tell the first change: every event comes with many emotion pairs
+    # the last event does not tell the last change: every event comes with many emotion pairs
     by_event: dict = {}
     for e in ev:
-        by_event.setdefault(e["events"][0]["event"], set()).add((e["segments"][0][2], e["segments"][1][2]))
+        by_event.setdefault(e["events"][-1]["event"], set()).add(last(e))
     assert len(by_event) == 5 and min(len(v) for v in by_event.values()) >= 12
     for e in ev:
         segs = e["segments"]
@@ -243,3 +248,35 @@ def test_every_clip_has_vad_in_range_with_class_means_near_their_prototypes(full
     assert np.abs(mean["neutral"]).max() < 0.05
     m = lib.load(next(e["id"] for e in manifest["clips"] if e["family"] == "evolving"))
     assert m.frame_vad.shape == (m.frames, 3) and np.abs(m.frame_vad).max() <= 1
+
+
+def test_an_evolving_clips_scenario_gives_neither_its_first_nor_its_final_emotion_away(full):
+    """Every in-place scenario comes with every emotion before and after the last change equally
+    often, for each performer (a Latin square); and over the library with every first emotion."""
+    _, manifest = full
+    ev = [e for e in manifest["clips"] if e["family"] == "evolving"]
+    for p in {e["performer"] for e in ev}:
+        mine = [e for e in ev if e["performer"] == p]
+        for k in (-2, -1):
+            cells = Counter((e["scenario"], e["segments"][k][2]) for e in mine)
+            assert len(cells) == 20 and set(cells.values()) == {1}, (p, k, cells)
+    # a clip with two changes starts with another emotion: a scenario-only classifier fit on 14 performers
+    # reads no emotion of the other 6 better than with permuted labels
+    perfs = sorted({e["performer"] for e in ev})
+    train = [e for e in ev if e["performer"] not in perfs[-6:]]
+    held = [e for e in ev if e["performer"] in perfs[-6:]]
+    for k in (0, -1):
+        r = shortcut_score([[e["scenario"]] for e in train], [EMOTIONS.index(e["segments"][k][2]) for e in train],
+                           [[e["scenario"]] for e in held], [EMOTIONS.index(e["segments"][k][2]) for e in held])
+        assert not r["fails"], (k, r)
+    assert evolving_scenario(("angry", "sad"), 0) != evolving_scenario(("angry", "happy"), 0)
+
+
+def test_vad_carries_information_beyond_the_class(full):
+    """A clip's arousal and dominance follow its own energy and expansion: at least 30 % of their variance
+    lies within the classes; a library whose VAD is the class prototype fails validation."""
+    lib, manifest = full
+    shares = vad_within_class_share(manifest["clips"])
+    assert shares["arousal"] >= MIN_VAD_WITHIN and shares["dominance"] >= MIN_VAD_WITHIN, shares
+    prototypes = [{**e, "vad": list(prototype(e["emotion"]))} for e in manifest["clips"]]
+    assert vad_within_class_share(prototypes) == {"valence": 0.0, "arousal": 0.0, "dominance": 0.0}

@@ -14,9 +14,9 @@ from affectsim_eval.episode.passive_cache import MAX_ENTRY_BYTES, PassiveCache, 
 from affectsim_eval.run.config import EvalConfig
 from affectsim_eval.run.runner import run_eval
 from affectsim_eval.run.store import ResultsStore
+from helpers import episode_ids
 from waiting import wait_until
 
-IDS = ("test_ag_000000", "test_oc_000000")
 RECS = ("pose-temporal", "majority", "uniform")
 
 
@@ -25,8 +25,13 @@ def _records(run) -> dict[str, dict]:
         return {r["episode_id"]: EpisodeRecord.from_dict(r, "x").to_dict() for r in store.records("ok")}
 
 
+def ids_of(data) -> tuple[str, ...]:
+    """The episodes of these tests: one action-grounded and one observation-controlled."""
+    return episode_ids(data, "action_grounded") + episode_ids(data, "observation_controlled")
+
+
 def _run(out, data, policy, cache, workers=1):
-    cfg = EvalConfig(ids=IDS, recognizers=RECS, policy=policy, max_actions=40)
+    cfg = EvalConfig(ids=ids_of(data), recognizers=RECS, policy=policy, max_actions=40)
     summary = run_eval(out, cfg, workers=workers, data=data, log=lambda m: None, allow_dataset_mismatch=True,
                        passive_cache=str(cache))
     assert summary.failed == 0
@@ -39,7 +44,7 @@ def test_a_new_policy_reuses_the_passive_settings_and_its_records_equal_an_uncac
     cache = tmp_path / "cache"
     first = _run(tmp_path / "baseline", data, "baseline", cache)
     entries = sorted(cache.glob("*.npz"))
-    assert len(entries) == len(IDS) and not list(cache.glob(".*"))  # one whole entry per episode, no temp files
+    assert len(entries) == len(ids_of(data)) and not list(cache.glob(".*"))  # one whole entry per episode, no temp files
     # the second policy's run renders and recognises no passive clip: only A-Obs
     from affectsim_eval.episode import orchestrator
 
@@ -51,7 +56,7 @@ def test_a_new_policy_reuses_the_passive_settings_and_its_records_equal_an_uncac
     monkeypatch.undo()
     uncached = _run(tmp_path / "stay_uncached", data, "stay", "off")
     assert cached == uncached  # every field of every record
-    for i in IDS:  # and the passive settings are the first policy's
+    for i in ids_of(data):  # and the passive settings are the first policy's
         for field in ("visible", "p_ref", "d_star"):
             want, got = first[i][field], cached[i][field]
             assert (want if field != "visible" else {s: want[s] for s in ("p_init", "p_ref", "p_mon")}) == (
@@ -131,7 +136,7 @@ def test_through_the_graph_the_second_run_finds_every_episode_and_its_records_ar
     from affectsim_ros.launcher import GraphProcesses
 
     data, _ = small_data
-    ids = IDS[:1]
+    ids = ids_of(data)[:1]
     run_eval(tmp_path / "offline", EvalConfig(ids=ids, recognizers=("majority", "uniform"), max_actions=40),
              workers=1, data=data, log=lambda m: None, allow_dataset_mismatch=True)
     for k in (1, 2):

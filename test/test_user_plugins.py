@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+from helpers import episode_ids
+
 from affectsim_core.ros.env import loopback_env, pick_domain_id
 from affectsim_eval.run.store import ResultsStore
 
@@ -36,7 +38,7 @@ def test_a_plugin_policy_runs_in_worker_processes(small_data, tmp_path):
     data, _ = small_data
     (tmp_path / "user_policies.py").write_text(PLUGIN)
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "affectsim_ros.cli", "eval", "--ids", "test_ag_000000,test_ag_000001",
+    proc = subprocess.run([sys.executable, "-m", "affectsim_ros.cli", "eval", "--ids", ",".join(episode_ids(data, "action_grounded", 2)),
                            "--policy", "spin-test", "--recognizers", "majority", "--workers", "2", "--max-actions", "6",
                            "--data", str(data), "--out", str(out), "--no-report", "--allow-dataset-mismatch"],
                           env=_env(tmp_path, "user_policies"), capture_output=True, text=True, timeout=600)

@@ -9,12 +9,14 @@ Contents (paper scale, docs/protocol.md §4):
 - action-grounded: 12 performers x {walk, sit_down, seated, knock} x 5 emotions x 2 takes;
   ``group`` = performer (splits are performer-disjoint);
 - observation-controlled: 837 standing scenario performances by 22 other performers;
-  ``group`` = the source performance itself;
-- dyadic: 48 two-person sequences (target + partner clip and the partner's placement
-  relative to the target); ``group`` = the sequence;
-- evolving (beyond the paper): 320 in-place performances by 20 more performers whose emotion
-  changes once or twice in response to an event (``evolving.py``); every ordered pair of emotions
-  equally often, the events independent of the emotions; ``group`` = performer.
+  ``group`` = the source performance (performer, scenario and emotion: its takes share it);
+- dyadic: 60 two-person sequences (target + partner clip and the partner's placement
+  relative to the target; the paper has 48: 60 give val and test two sequences per target
+  emotion each); ``group`` = the sequence;
+- evolving (beyond the paper): 400 in-place performances by 20 more performers whose emotion
+  changes once or twice in response to an event (``evolving.py``); each performer performs every
+  ordered pair of emotions once as the last change, the scenario from a Latin square over the pairs
+  (:func:`evolving_scenario`), the events independent of the emotions; ``group`` = performer.
 
 Every clip carries per-frame valence-arousal-dominance; the manifest gives each clip's mean VAD
 and its emotion segments.
@@ -82,8 +84,8 @@ PAIRS = tuple((a, b) for a in EMOTIONS for b in EMOTIONS if a != b)
 
 
 def plan(seed: int = 0, ag_performers: int = 12, ag_takes: int = 2, oc_performances: int = 837,
-         oc_performers: int = 22, dyadic: int = 48, ev_performers: int = 20,
-         ev_clips: int = 16) -> tuple[list[Plan], list[dict]]:
+         oc_performers: int = 22, dyadic: int = 60, ev_performers: int = 20,
+         ev_clips: int = len(PAIRS)) -> tuple[list[Plan], list[dict]]:
     """Every clip of the library and the dyadic sequences, in a fixed order."""
     rng = np.random.default_rng(seed)
     plans: list[Plan] = []
@@ -101,8 +103,9 @@ def plan(seed: int = 0, ag_performers: int = 12, ag_takes: int = 2, oc_performan
         p = oc[(n // len(EMOTIONS)) % oc_performers]
         scenario = SCENARIOS[(n // block) % len(SCENARIOS)]
         take = n // (block * len(SCENARIOS)) + 1
-        mid = f"oc_{p.id}_{scenario}_{emotion}_t{take}"
-        plans.append(Plan(mid, "observation_controlled", "standing", emotion, p, take, mid, {"scenario": scenario}))
+        performance = f"oc_{p.id}_{scenario}_{emotion}"  # its takes are one group: they land in one split
+        plans.append(Plan(f"{performance}_t{take}", "observation_controlled", "standing", emotion, p, take, performance,
+                          {"scenario": scenario}))
     dy = [Performer.sample(f"DY{i + 1:02d}", rng) for i in range(2 * 12)]
     sequences = []
     kinds = list(INTERACTIONS)
@@ -122,20 +125,32 @@ def plan(seed: int = 0, ag_performers: int = 12, ag_takes: int = 2, oc_performan
                           "partner": f"{sid}_partner",
                           # partner placement in the target's motion frame: facing the target
                           "partner_pose": [dist, float(rng.uniform(-0.3, 0.3)), math.pi]})
-    ev = [Performer.sample(f"EV{i + 1:02d}", rng) for i in range(ev_performers)]  # drawn last: the
-    events = list(EVENTS)  # clips above stay what they were before evolving clips existed
-    for g in range(ev_performers * ev_clips):
-        p, n = ev[g // ev_clips], g % ev_clips
-        emotions = PAIRS[g % len(PAIRS)]
-        evs = (events[(g // len(PAIRS)) % len(events)],)  # a new event per round of all pairs
-        if g % 3 == 2:  # a second change to any other emotion, after any other event
-            third = [e for e in EMOTIONS if e != emotions[1]]
-            emotions = (*emotions, third[int(rng.integers(len(third)))])
-            evs = (*evs, events[(events.index(evs[0]) + 1 + int(rng.integers(len(events) - 1))) % len(events)])
-        mid = f"ev_{p.id}_{'-'.join(emotions)}_t{n + 1}"
-        plans.append(Plan(mid, "evolving", "standing", emotions[-1], p, n + 1, p.id,
-                          {"emotions": emotions, "events": evs, "scenario": IN_PLACE[(g // 5) % len(IN_PLACE)]}))
+    ev = [Performer.sample(f"EV{i + 1:02d}", rng) for i in range(ev_performers)]
+    events = list(EVENTS)
+    for i, p in enumerate(ev):
+        for n in range(ev_clips):
+            pair = PAIRS[n % len(PAIRS)]
+            emotions = pair
+            evs = (events[(n + i) % len(events)],)
+            if n % 4 == 2:  # once per first emotion of the pairs, an earlier change from another emotion (each
+                # emotion once per performer: first emotions stay balanced), after any other event
+                k = EMOTIONS.index(pair[0])
+                emotions = (EMOTIONS[(k + 1 + i % (len(EMOTIONS) - 1)) % len(EMOTIONS)], *pair)
+                evs = (events[(events.index(evs[0]) + 1 + int(rng.integers(len(events) - 1))) % len(events)], *evs)
+            mid = f"ev_{p.id}_{'-'.join(emotions)}_t{n + 1}"
+            plans.append(Plan(mid, "evolving", "standing", emotions[-1], p, n + 1, p.id,
+                              {"emotions": emotions, "events": evs, "scenario": evolving_scenario(pair, i)}))
     return plans, sequences
+
+
+def evolving_scenario(pair: tuple[str, str], performer: int) -> str:
+    """The in-place scenario of an evolving clip whose last change is ``pair`` (from, to), by its
+    performer's index: a Latin square over the ordered pairs, so that every scenario comes with every
+    emotion before and every emotion after the last change equally often, for each performer (the
+    scenario gives neither away; ``affectsim dataset validate`` measures it)."""
+    k = len(EMOTIONS)
+    a, b = EMOTIONS.index(pair[0]), EMOTIONS.index(pair[1])
+    return IN_PLACE[((b - a - 1) % k + performer) % len(IN_PLACE)]
 
 
 _VERIFIED: set[tuple[str, str]] = set()  # (clip file, SHA-256) checked in this process

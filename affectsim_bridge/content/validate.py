@@ -9,7 +9,9 @@ Checks and thresholds (clip frame, metres, height H):
   last frame to its held cycle's first;
 - transition continuity (evolving clips): within 1 s of an emotion change no step exceeds 1.5x,
   and no step change 2.5x, the largest elsewhere in the clip (per channel group);
-- labels: per-frame VAD in [-1, 1], segments contiguous over the clip, ending in its label;
+- labels: per-frame VAD in [-1, 1], segments contiguous over the clip, ending in its label; over
+  the library, at least 30 % of the variance of the clips' arousal and of their dominance lies
+  within their emotion classes (:func:`vad_within_class_share`);
 - foot sliding: while a foot is planted (ankle within 1.5 cm of its standing height and
   slower than 0.25 m/s vertically) its horizontal speed averages < 0.05 m/s;
 - self-penetration: hands stay outside the torso core (distance to the spine axis
@@ -31,10 +33,14 @@ from affectsim_bridge.humans.generator import ANKLE_H
 from affectsim_bridge.content.library import Library
 from affectsim_bridge.humans.motion import TRANSITION_LIMITS, Motion, loop_error, transition_error
 from affectsim_bridge.humans.skeleton import DOF_HI, DOF_LO, DOFS, JOINT_INDEX, POINTS, forward_kinematics
+from affectsim_core.affect import VAD_DIMENSIONS
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS
 
 SLIDE_MAX = 0.05  # m/s, mean horizontal speed of a planted foot
+#: least share of the clips' arousal and dominance variance within their classes: a VAD label must
+#: carry information of its own beyond the class (issue 27; 0.04-0.05 when VAD was the class prototype)
+MIN_VAD_WITHIN = 0.30
 
 
 @dataclass
@@ -140,4 +146,25 @@ def validate_library(lib: Library, log=print) -> Report:
         for role in ("target", "partner"):
             if seq[role] not in lib.entries:
                 report.fail(seq["id"], "dyadic", f"{role} clip {seq[role]!r} not in the library")
+    shares = vad_within_class_share(lib.manifest["clips"])
+    report.measures["vad_within_class_share"] = shares
+    for dim in ("arousal", "dominance"):
+        if shares.get(dim, 1.0) < MIN_VAD_WITHIN:
+            report.fail("library", f"vad_within_class_share:{dim}",
+                        f"{shares[dim]:.3f} of the variance within classes, expected >= {MIN_VAD_WITHIN}")
     return report
+
+
+def vad_within_class_share(entries: list[dict]) -> dict[str, float]:
+    """VAD dimension -> the share of the variance of the clips' mean VAD that lies within their
+    emotion classes (1 - between-class share); empty with fewer than two clips."""
+    vad = np.array([e["vad"] for e in entries if "vad" in e], float).reshape(-1, 3)
+    labels = np.array([e["emotion"] for e in entries if "vad" in e])
+    if len(vad) < 2:
+        return {}
+    out = {}
+    for k, dim in enumerate(VAD_DIMENSIONS):
+        total = float(vad[:, k].var())
+        within = sum(float(vad[labels == c, k].var()) * int((labels == c).sum()) for c in set(labels)) / len(vad)
+        out[dim] = round(within / total, 4) if total > 0 else 1.0
+    return out

@@ -35,6 +35,10 @@ from affectsim_bridge.humans.styles import Performer, Style, style_vad, take_var
 FPS = 30.0
 ANKLE_H = 0.039  # fraction of height
 I = DOF_INDEX
+#: the least ``expand`` that still adducts the arms (0.05 rad off the trunk): a more contracted take
+#: bends its elbows and turns its arms in further, but adducting further put a hand into the torso
+#: when the arms were folded (arms crossed, self-hug)
+ADDUCTION_FLOOR = -0.2
 
 
 def _smoothstep(u: np.ndarray) -> np.ndarray:
@@ -112,7 +116,7 @@ def _upper_body(q: np.ndarray, phase: np.ndarray, st: Style, rng: np.random.Gene
     q[:, I["neck_flex"]] += 0.4 * st.head_flex
     q[:, I["head_flex"]] += 0.6 * st.head_flex
     for s in ("l", "r"):
-        q[:, I[f"shoulder_{s}_abd"]] += 0.10 + 0.25 * st.expand + st.shoulder_raise
+        q[:, I[f"shoulder_{s}_abd"]] += 0.10 + 0.25 * max(st.expand, ADDUCTION_FLOOR) + st.shoulder_raise
         q[:, I[f"elbow_{s}_flex"]] += 0.25 - 0.2 * st.expand
         q[:, I[f"shoulder_{s}_rot"]] += -0.2 * st.expand
     sway = 0.035 * st.lateral_sway

@@ -97,10 +97,24 @@ class Performer:
         return Style(**out)
 
 
+#: A take's own expression, beyond its emotion (issue 27: a clip's VAD must carry information of its
+#: own): how energetically (log-factor on tempo and gesture size, half of it on walking speed) and how
+#: expansively (offset on ``expand``) this take is performed. Draws are cut at two standard deviations.
+TAKE_ENERGY_SD = 0.25
+TAKE_EXPANSION_SD = 0.3
+EXPAND_LIMITS = (-0.8, 1.0)  # the generator's arm and trunk expansion stays a plausible posture
+
+
 def take_variation(style: Style, rng: np.random.Generator, scale: float = 0.06) -> Style:
-    """Small per-take changes of every parameter."""
-    return replace(style, **{f.name: getattr(style, f.name) * float(rng.normal(1, scale)) if getattr(style, f.name)
-                             else getattr(style, f.name) for f in fields(Style)})
+    """Small per-take changes of every parameter, then the take's own energy and expansion draws
+    (:data:`TAKE_ENERGY_SD`, :data:`TAKE_EXPANSION_SD`)."""
+    style = replace(style, **{f.name: getattr(style, f.name) * float(rng.normal(1, scale)) if getattr(style, f.name)
+                              else getattr(style, f.name) for f in fields(Style)})
+    energy = float(np.clip(rng.normal(0.0, TAKE_ENERGY_SD), -2 * TAKE_ENERGY_SD, 2 * TAKE_ENERGY_SD))
+    spread = float(np.clip(rng.normal(0.0, TAKE_EXPANSION_SD), -2 * TAKE_EXPANSION_SD, 2 * TAKE_EXPANSION_SD))
+    return replace(style, speed=style.speed * math.exp(energy / 2), tempo=style.tempo * math.exp(energy),
+                   gesture_amp=style.gesture_amp * math.exp(energy),
+                   expand=float(np.clip(style.expand + spread, *EXPAND_LIMITS)))
 
 
 def style_vad(performer: Performer, emotion: str, intensity: float, style: Style) -> np.ndarray:

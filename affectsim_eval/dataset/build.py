@@ -1,8 +1,8 @@
 """``affectsim dataset build``: compose every split at the paper's scale (docs/protocol.md §4).
 
 Splits are group-disjoint: action-grounded by performer (AG01-08 train, AG09-10 val,
-AG11-12 test), observation-controlled by source performance (669 / 84 / 84 clips),
-dyadic by interaction sequence (34 / 7 / 7). Episode counts per split and family follow
+AG11-12 test), observation-controlled by source performance, its takes together (about 669 / 84 / 84 clips),
+dyadic by interaction sequence (40 / 10 / 10: two per target emotion held out). Episode counts per split and family follow
 Table 2, distributed round-robin over each split's clips (observation-controlled episodes
 cycle through the four challenges). Every episode has its own seed, so results do not
 depend on how work is shared between processes. An episode that cannot be composed in its
@@ -12,6 +12,7 @@ report. Scenes are processed in parallel (one process per core).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -45,7 +46,8 @@ TARGETS = {  # Table 2 of the paper, and the evolving family (about 1,500 episod
 }
 AG_SPLIT = {**{f"AG{i:02d}": "train" for i in range(1, 9)}, "AG09": "val", "AG10": "val", "AG11": "test", "AG12": "test"}
 EV_HELD_OUT = 0.15  # share of the evolving performers in each of val and test (at least one each)
-FAMILY_CODE = {"action_grounded": "ag", "observation_controlled": "oc", "dyadic": "dy", "evolving": "ev"}
+DYADIC_HELD_OUT = 2  # dyadic sequences per target emotion in each of val and test (the rest train)
+ID_DIGITS = 12  # hex digits of an episode id's opaque part
 RETRIES = 6
 # placements of the target tried per scene before the challenge counts as not realised there: a
 # detour to every informative viewpoint exists for about one placement in eight
@@ -63,21 +65,26 @@ def split_groups(lib: Library, seed: int) -> dict[str, dict[str, list]]:
     for s in SPLITS:
         out[s]["observation_controlled"] = []
     for emo in sorted({e["emotion"] for e in oc_all}):  # stratified by emotion: balanced classes per split
-        oc = sorted(e["id"] for e in oc_all if e["emotion"] == emo)
-        oc = [oc[i] for i in rng.permutation(len(oc))]
-        n = round(len(oc) * 84 / 837)
-        out["val"]["observation_controlled"] += oc[:n]
-        out["test"]["observation_controlled"] += oc[n:2 * n]
-        out["train"]["observation_controlled"] += oc[2 * n:]
+        # whole source performances (a performance's takes are one group), about 84 of 837 clips each in val and test
+        groups = sorted({e["group"] for e in oc_all if e["emotion"] == emo})
+        groups = [groups[i] for i in rng.permutation(len(groups))]
+        takes = {g: sorted(e["id"] for e in oc_all if e["group"] == g) for g in groups}
+        want = round(sum(len(t) for t in takes.values()) * 84 / 837)
+        dealt = {"val": [], "test": [], "train": []}
+        for g in groups:
+            split = next((s for s in ("val", "test") if len(dealt[s]) < want), "train")
+            dealt[split] += takes[g]
+        for s in SPLITS:
+            out[s]["observation_controlled"] += dealt[s]
     for s in SPLITS:
         out[s]["observation_controlled"].sort()
     # dyadic sequences: shuffled within each target emotion, then dealt round-robin over the emotions, so
-    # that val (the first 7 of 48) and test (the next 7) hold every target emotion
+    # that val (the first DYADIC_HELD_OUT rounds) and test (the next ones) hold every target emotion equally often
     seqs = lib.manifest.get("dyadic", [])
     per = {e: sorted(d["id"] for d in seqs if d["emotion"] == e) for e in sorted({d["emotion"] for d in seqs})}
     per = {e: [ids[i] for i in rng.permutation(len(ids))] for e, ids in per.items()}
     dy = [ids[k] for k in range(max(map(len, per.values()), default=0)) for ids in per.values() if k < len(ids)]
-    n = round(len(dy) * 7 / 48)
+    n = min(DYADIC_HELD_OUT * len(per), len(dy) // 3)
     out["val"]["dyadic"], out["test"]["dyadic"], out["train"]["dyadic"] = sorted(dy[:n]), sorted(dy[n:2 * n]), sorted(dy[2 * n:])
     split = evolving_split(lib)
     for s in SPLITS:
@@ -102,15 +109,17 @@ def plan_jobs(lib: Library, scenes: list[dict], seed: int, scale: float = 1.0) -
     jobs = []
     for split in SPLITS:
         for family, target in TARGETS[split].items():
-            items = groups[split][family]
+            items = by_emotion(groups[split][family], lambda it: _emotion(lib, it))
             n = int(round(target * scale))
             for i in range(n if items else 0):
                 item = items[i % len(items)]
                 challenge = CHALLENGES[i % len(CHALLENGES)] if family == "observation_controlled" else None
                 if challenge == "rear_view" and _walks(lib, item):  # a pacing performer turns back every few
-                    # seconds, so the rear view holds only for in-place performances: the next one takes it
+                    # seconds, so the rear view holds only for in-place performances: the next one of the
+                    # same emotion takes it (the challenge's classes stay balanced)
                     item = next((items[(i + k) % len(items)] for k in range(1, len(items))
-                                 if not _walks(lib, items[(i + k) % len(items)])), item)
+                                 if not _walks(lib, items[(i + k) % len(items)])
+                                 and _emotion(lib, items[(i + k) % len(items)]) == _emotion(lib, item)), item)
                 eseed = zlib.crc32(f"{seed}|{split}|{family}|{i}".encode())
                 pool = with_doors if lib.entries.get(item, {}).get("action") == "knock" else all_ids
                 jobs.append({"split": split, "family": family, "index": i, "item": item, "seed": eseed,
@@ -120,8 +129,28 @@ def plan_jobs(lib: Library, scenes: list[dict], seed: int, scale: float = 1.0) -
 
 
 def episode_id(job: dict) -> str:
-    """The id of the episode a job composes."""
-    return f"{job['split']}_{FAMILY_CODE[job['family']]}_{job['index']:06d}"
+    """The id of the episode a job composes: its split and :data:`ID_DIGITS` hex digits of a hash of
+    the job (its seed, split, family and index). Opaque: nothing in it tells the family, the index or
+    the label (``affectsim dataset validate`` checks it, :mod:`~affectsim_eval.dataset.leakage`)."""
+    key = f"{job['seed']}|{job['split']}|{job['family']}|{job['index']}".encode()
+    return f"{job['split']}_{hashlib.sha256(key).hexdigest()[:ID_DIGITS]}"
+
+
+def by_emotion(items: list[str], emotion: Callable[[str], str]) -> list[str]:
+    """``items`` (in their order within each emotion) dealt round-robin over their emotions, so that
+    every prefix of the list, and so every episode count dealt over it, is balanced across classes."""
+    per: dict[str, list[str]] = {}
+    for it in items:
+        per.setdefault(emotion(it), []).append(it)
+    queues = [per[e] for e in sorted(per)]
+    return [q[k] for k in range(max(map(len, queues), default=0)) for q in queues if k < len(q)]
+
+
+def _emotion(lib: Library, item: str) -> str:
+    """The target emotion of a clip or a dyadic sequence."""
+    if item in lib.entries:
+        return lib.entries[item]["emotion"]
+    return {d["id"]: d for d in lib.manifest.get("dyadic", [])}[item]["emotion"]
 
 
 def _walks(lib: Library, clip: str) -> bool:

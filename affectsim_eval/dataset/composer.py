@@ -10,6 +10,10 @@ Initial-view measures (what the validation re-checks):
 - ``geodesic`` / ``euclidean``: robot start to the target's pelvis (robot footprint, metres);
 - ``rear_frames``: share of the P-Init clip's 8 sampled frames in which ``relative_orientation`` >= 135 deg;
 - ``visible_frames``: share of those frames in which ``visible_fraction`` >= 0.3;
+- ``occluded_frames``: share of those frames in which ``unoccluded_fraction`` lies in the
+  partial-occlusion range [0.15, 0.6];
+- ``min_distance``: the least metres from the head camera to the target's pelvis over every
+  full-rate frame of the P-Init clip (a performer may walk towards the robot);
 - ``detour_ratio`` (``obstacle_detour`` only): over the informative viewpoints (the reference
   observer's region: its distances, 1.8-3.5 m, at its angles within 60 deg of the body's facing,
   free for the robot, and seeing >= 0.7 of the body with the camera on it), the smallest ratio of shortest path to straight line
@@ -17,10 +21,11 @@ Initial-view measures (what the validation re-checks):
 
 Challenge definitions (thresholds):
 - action-grounded and dyadic: robot in the target's room, 1.2-5 m, ``visible_fraction`` >= 0.5;
-- ``far_visible``: distance >= 4.5 m, ``visible_fraction`` >= 0.5;
+- ``far_visible``: distance >= 4.5 m in every frame of the P-Init clip (``min_distance``), ``visible_fraction`` >= 0.5;
 - ``rear_view``: ``relative_orientation`` >= 135 deg, ``rear_frames`` >= 0.75, 1.5-4.5 m, ``visible_fraction`` >= 0.5
   (in-place performances only: a pacing performer turns back every few seconds);
-- ``partial_occlusion``: 1.5-5 m, target in front of the camera, 0.15 <= ``unoccluded_fraction`` <= 0.6;
+- ``partial_occlusion``: 1.5-5 m, target in front of the camera, 0.15 <= ``unoccluded_fraction`` <= 0.6
+  at the start and in at least 75 % of the clip's sampled frames (``occluded_frames`` >= 0.75);
 - ``obstacle_detour`` (navigational accessibility): the target is visible from the start
   (``visible_frames`` > 0.5) but every informative viewpoint is reachable only by a path at least
   1.5 x the straight line (``detour_ratio`` >= 1.5), because furniture or partitions block the way.
@@ -52,6 +57,9 @@ HUMAN_RADIUS = 0.2  # m, clearance a performer's pelvis keeps from obstacles
 REAR = math.radians(135)  # rad, relative orientation from which the robot sees the performer's back
 REAR_FRAMES = 0.75  # rear_view: least share of the clip's sampled frames seen from behind
 SEEN = 0.3  # visible fraction from which a frame counts as showing the target (visible_frames)
+OCCLUDED = (0.15, 0.6)  # partial_occlusion: range of the unoccluded fraction
+OCCLUDED_FRAMES = 0.75  # partial_occlusion: least share of the clip's sampled frames within OCCLUDED
+FAR = 4.5  # m, far_visible: least camera-to-pelvis distance in every frame of the clip
 INFORMATIVE = 0.7  # visible fraction of an informative viewpoint (camera on the body)
 FRONT = math.radians(60)  # rad, informative viewpoints lie within this angle of the body's facing
 DETOUR = 1.5  # obstacle_detour: least ratio of shortest path to straight line to every informative viewpoint
@@ -84,6 +92,8 @@ class Measures:
     rear_frames: float = math.nan
     visible_frames: float = math.nan
     detour_ratio: float = math.nan
+    occluded_frames: float = math.nan
+    min_distance: float = math.nan
 
     def as_dict(self) -> dict:
         """JSON form: floats to 4 decimals, NaN as None."""
@@ -157,9 +167,9 @@ class SceneContext:
 
     def measure(self, robot: Pose2D, place: HumanPlacement, t: float, paths: bool = True,
                 detour: bool = False) -> Measures:
-        """The initial-view measures; with ``paths=False`` the path measures and ``visible_frames`` are
-        skipped (``geodesic`` NaN, ``straight_blocked`` False) for a cheap first test of a candidate;
-        ``detour_ratio`` only with ``detour``."""
+        """The initial-view measures; with ``paths=False`` the path measures, ``visible_frames`` and
+        ``occluded_frames`` are skipped (``geodesic`` NaN, ``straight_blocked`` False) for a cheap first
+        test of a candidate; ``detour_ratio`` only with ``detour``."""
         pts = self.body_points(place, t)
         cam, rot = self.camera(robot)
         visible, unoccluded = self._view(cam, rot, pts)
@@ -168,14 +178,17 @@ class SceneContext:
         rel = _relative_orientation(robot, root, rrot[0])
         times = t + _clip_samples(place.motion.duration)
         rear = float(np.mean([_relative_orientation(robot, *_root_yaw(place, s)) >= REAR for s in times]))
-        seen = float(np.mean([self._view(cam, rot, self.body_points(place, s))[0] >= SEEN for s in times])) \
-            if paths else math.nan
+        views = np.array([self._view(cam, rot, self.body_points(place, s)) for s in times]) if paths else None
+        seen = float(np.mean(views[:, 0] >= SEEN)) if paths else math.nan
+        occluded = float(np.mean((views[:, 1] >= OCCLUDED[0]) & (views[:, 1] <= OCCLUDED[1]))) if paths else math.nan
+        track = _root_track(place, t + clip_times(place.motion.duration)) if place.motion is not None else root[None]
         a, b = np.array([robot.x, robot.y]), root[:2]
         geo = self.nav.geodesic_distance(a, self._reachable_near(b)) if paths else math.nan
         blocked = paths and not bool(self.nav.segment_free(a, b)[0])
         return Measures(float(np.linalg.norm(pelvis - cam)), rel, visible, unoccluded, geo,
                         float(np.linalg.norm(b - a)), blocked, rear, seen,
-                        self.detour_ratio(a, place, t) if detour else math.nan)
+                        self.detour_ratio(a, place, t) if detour else math.nan, occluded,
+                        float(np.linalg.norm(track - cam, axis=1).min()))
 
     def informative_viewpoints(self, place: HumanPlacement, t: float) -> np.ndarray:
         """(N, 2) m map: the reference observer's candidate bases around the performer at ``t`` (its
@@ -259,6 +272,13 @@ def _relative_orientation(robot: Pose2D, root: np.ndarray, facing: float) -> flo
     return abs(wrap_angle(math.atan2(robot.y - root[1], robot.x - root[0]) - facing))
 
 
+def _root_track(place: HumanPlacement, times: np.ndarray) -> np.ndarray:
+    """(N, 3) m map: the performer's root (pelvis) at sim times ``times``."""
+    p, _, _ = place.motion.sample(np.asarray(times) + place.phase)
+    c, s = math.cos(place.yaw), math.sin(place.yaw)
+    return np.c_[place.x + c * p[:, 0] - s * p[:, 1], place.y + s * p[:, 0] + c * p[:, 1], p[:, 2]]
+
+
 def _root_yaw(place: HumanPlacement, t: float) -> tuple[np.ndarray, float]:
     root, rot, _ = place.pose_at(t)
     return root, float(rot[0])
@@ -331,10 +351,12 @@ def place_target(ctx: SceneContext, m: Motion, rng: np.random.Generator, tries: 
 
 CRITERIA = {
     None: lambda me, ctx: 1.2 <= me.initial_distance <= 5.0 and me.visible_fraction >= 0.5,
-    "far_visible": lambda me, ctx: me.initial_distance >= 4.5 and me.visible_fraction >= 0.5,
+    "far_visible": lambda me, ctx: me.min_distance >= FAR and me.visible_fraction >= 0.5,
     "rear_view": lambda me, ctx: (me.relative_orientation >= REAR and me.rear_frames >= REAR_FRAMES
                                   and 1.5 <= me.initial_distance <= 4.5 and me.visible_fraction >= 0.5),
-    "partial_occlusion": lambda me, ctx: 1.5 <= me.initial_distance <= 5.0 and 0.15 <= me.unoccluded_fraction <= 0.6,
+    "partial_occlusion": lambda me, ctx: (1.5 <= me.initial_distance <= 5.0
+                                          and OCCLUDED[0] <= me.unoccluded_fraction <= OCCLUDED[1]
+                                          and not me.occluded_frames < OCCLUDED_FRAMES),  # NaN: not measured yet
     "obstacle_detour": lambda me, ctx: me.visible_frames > 0.5 and me.detour_ratio >= DETOUR,  # NaN: not realised
 }
 
@@ -355,7 +377,7 @@ def robot_start(ctx: SceneContext, place: HumanPlacement, t: float, challenge: s
     if same_room and room is not None:
         cands = cands[room.contains(cands)]
     d = np.linalg.norm(cands - root, axis=1)
-    lo, hi = {"far_visible": (4.5, 40.0), "obstacle_detour": (1.0, 8.0)}.get(challenge, (1.2, 5.0))
+    lo, hi = {"far_visible": (FAR, 40.0), "obstacle_detour": (1.0, 8.0)}.get(challenge, (1.2, 5.0))
     cands = cands[(d >= lo) & (d <= hi)]
     for other in others:
         gap = np.linalg.norm(cands - other.pose_at(t)[0][:2], axis=1)

@@ -5,12 +5,16 @@ unique, metadata consistent with the motion library, robot start navigable, moti
 checks (support height and position, door next to the knocking hand, free floor along walks),
 the intended challenge realised (re-measured by ray casts from the stored start),
 group-disjoint splits (performer / source performance / sequence), every target emotion in every
-split and family, and a dyadic context (interaction, partner emotion, distance) that does not give
-the target's emotion away (:mod:`~affectsim_eval.dataset.context`).
+split and family with at most :data:`MAX_CLASS_RATIO` times the episodes of the rarest, a dyadic
+context (interaction, partner emotion, distance) that does not give the target's emotion away
+(:mod:`~affectsim_eval.dataset.context`), and nothing a policy or a recognizer gets besides the
+sensors (ids included), nor an evolving clip's scenario, that predicts the label
+(:mod:`~affectsim_eval.dataset.leakage`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter, defaultdict
 from dataclasses import replace
@@ -35,13 +39,15 @@ from affectsim_core.protocol import EMOTIONS, SPLITS
 from affectsim_eval.dataset.composer import SceneContext, realised
 from affectsim_eval.dataset.context import MAX_CONTEXT_F1, context_shortcut
 from affectsim_eval.dataset.episodes import DATASET_DIR, load_split, read_manifest
+from affectsim_eval.dataset.leakage import leak_problems, policy_fields_leak, scenario_leak
 from affectsim_eval.episode.passive import placements
 
 #: Initial-view measures shown by ``dataset stats`` (composer.py defines them), with column titles.
 STATS = {"initial_distance": "distance m", "relative_orientation": "rel.orient deg", "visible_fraction": "visible",
          "geodesic": "geodesic m", "rear_frames": "rear frames", "visible_frames": "seen frames",
-         "detour_ratio": "detour ratio"}
+         "detour_ratio": "detour ratio", "occluded_frames": "occluded frames", "min_distance": "least dist m"}
 _SCALE = {"relative_orientation": 180 / math.pi}
+MAX_CLASS_RATIO = 1.25  # episodes of the most frequent emotion over the rarest, per split and family
 
 _W: dict = {}
 
@@ -127,8 +133,10 @@ def validate_dataset(root: Path = DATASET_DIR, motions: Path = MOTIONS_DIR, scen
                 problems["duplicate_id"] += 1
             seen.add(ep.episode_id)
     shortcut = context_shortcut([e for eps in splits.values() for e in eps], lib)
-    if read_manifest(root).get("scale", 1.0) >= 1.0:  # a scaled-down build has too few sequences per split
-        for why, example in balance_problems(splits, shortcut).items():
+    leaks = {"fields": policy_fields_leak(splits), "scenario": scenario_leak(splits, lib)}
+    if read_manifest(root).get("scale", 1.0) >= 1.0:  # a scaled-down build has too few episodes per split
+        found = {**balance_problems(splits, shortcut), **leak_problems(leaks["fields"], leaks["scenario"])}
+        for why, example in found.items():
             problems[why] += 1
             examples[why] = example
     groups = {s: {(e.family, e.group) for e in eps} for s, eps in splits.items()}
@@ -149,19 +157,24 @@ def validate_dataset(root: Path = DATASET_DIR, motions: Path = MOTIONS_DIR, scen
                 log(f"[validate] {k + 1}/{len(by_scene)} scenes")
     total = sum(len(e) for e in splits.values())
     return {"episodes": total, "problems": dict(problems), "examples": examples, "dyadic_context": shortcut,
-            "overlap": performer_overlap(splits, lib),
-            "counts": {s: dict(Counter(e.family for e in eps)) for s, eps in splits.items()}}
+            "leakage": leaks, "overlap": performer_overlap(splits, lib), "counts": {s: dict(Counter(e.family for e in eps)) for s, eps in splits.items()},
+            "classes": {s: {fam: dict(sorted(Counter(e.emotion for e in eps if e.family == fam).items()))
+                            for fam in sorted({e.family for e in eps})} for s, eps in splits.items()}}
 
 
 def balance_problems(splits: dict[str, list[Episode]], shortcut: dict) -> dict[str, str]:
-    """Problem -> example: a split and family without some target emotion, or a dyadic context
-    (``shortcut``, from :func:`~affectsim_eval.dataset.context.context_shortcut`) that predicts it."""
+    """Problem -> example: a split and family without some target emotion or with more than
+    :data:`MAX_CLASS_RATIO` times the episodes of its rarest emotion for its most frequent, or a dyadic
+    context (``shortcut``, from :func:`~affectsim_eval.dataset.context.context_shortcut`) that predicts it."""
     out = {}
     for s, eps in splits.items():
         for fam in sorted({e.family for e in eps}):
-            missing = set(EMOTIONS) - {e.emotion for e in eps if e.family == fam}
+            counts = Counter(e.emotion for e in eps if e.family == fam)
+            missing = set(EMOTIONS) - set(counts)
             if missing:
                 out[f"split_missing_emotion:{s}:{fam}"] = ", ".join(sorted(missing))
+            elif max(counts.values()) > MAX_CLASS_RATIO * min(counts.values()):
+                out[f"classes_unbalanced:{s}:{fam}"] = ", ".join(f"{e} {counts[e]}" for e in EMOTIONS)
     if shortcut["macro_f1"] is not None and shortcut["macro_f1"] > MAX_CONTEXT_F1:
         out["dyadic_context_predicts_label"] = (f"context-only Macro-F1 {shortcut['macro_f1']:.2f} > {MAX_CONTEXT_F1}"
                                                 " (leave one sequence out)")
@@ -280,7 +293,8 @@ def counterfactual(ep: Episode, emotion: str, lib: Library) -> Episode:
     duration = lib.load(new["id"]).duration
     humans = tuple(replace(h, motion_id=new["id"], phase=round(h.phase % duration, 4)) if h.role == "target" else h
                    for h in ep.humans)
-    return replace(ep, humans=humans, emotion=emotion, episode_id=f"{ep.episode_id}_cf_{emotion}",
+    tag = hashlib.sha256(f"{ep.episode_id}|{emotion}".encode()).hexdigest()[:6]  # opaque: no label in an id
+    return replace(ep, humans=humans, emotion=emotion, episode_id=f"{ep.episode_id}_cf{tag}",
                    counterfactual_of=ep.episode_id)
 
 
