@@ -64,6 +64,13 @@ def bootstrap_interval(units: int, statistic: Callable[[np.ndarray], float | Non
     return _interval([est, *values], units, level)
 
 
+def group_interval(groups: np.ndarray, statistic: Callable[[np.ndarray], float | None]) -> Interval:
+    """:func:`bootstrap_interval` over whole groups (e.g. episodes, whose clips are not independent):
+    ``statistic`` gets the indices of the items of the resampled groups, with repeats."""
+    members = [np.flatnonzero(groups == g) for g in np.unique(groups)]
+    return bootstrap_interval(len(members), lambda k: statistic(np.concatenate([members[i] for i in k])))
+
+
 def _interval(values: Sequence[float | None], units: int, level: float) -> Interval:
     """values[0]: the estimate; values[1:]: the resamples (None or NaN where undefined)."""
     est, rest = values[0], values[1:]

@@ -21,7 +21,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from affectsim_core.resampling import bootstrap_interval  # noqa: E402
+from affectsim_core.resampling import group_interval  # noqa: E402
 from affectsim_eval.training.train import TRAINERS  # noqa: E402
 from affectsim_eval.training.training_data import load_clips  # noqa: E402
 from affectsim_perception.recognizers import load_checkpoint  # noqa: E402
@@ -34,9 +34,7 @@ SHOWN = ("pose-temporal", "committee", "rgb-clip")
 
 def accuracy_interval(correct: np.ndarray, episodes: np.ndarray) -> tuple[float, float, float]:
     """Accuracy (%) of ``correct`` with its 95 % interval over resamples of whole episodes."""
-    members = [np.flatnonzero(episodes == e) for e in np.unique(episodes)]
-    stat = lambda k: 100.0 * float(correct[np.concatenate([members[i] for i in k])].mean())  # noqa: E731
-    ci = bootstrap_interval(len(members), stat)
+    ci = group_interval(episodes, lambda s: 100.0 * float(correct[s].mean()))
     return ci.estimate, ci.low, ci.high
 
 

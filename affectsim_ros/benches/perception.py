@@ -33,7 +33,7 @@ from affectsim_core.classification import macro_f1
 from affectsim_core.clips import clip_times, sample_indices
 from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS
-from affectsim_core.resampling import Interval, bootstrap_interval
+from affectsim_core.resampling import Interval, group_interval
 from affectsim_core.ros.action_client import ActionClient
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import image_msg, to_time
@@ -150,15 +150,9 @@ def ensure_test_clips(log=print, checkpoint: str = "pose-temporal") -> dict:
 
 
 def episode_interval(y: np.ndarray, pred: np.ndarray, groups: np.ndarray) -> Interval:
-    """95 % bootstrap interval (:func:`~affectsim_core.resampling.bootstrap_interval`) of macro-F1 over
+    """95 % bootstrap interval (:func:`~affectsim_core.resampling.group_interval`) of macro-F1 over
     resamples of whole groups (episodes: their clips are not independent), with replacement."""
-    members = [np.flatnonzero(groups == g) for g in np.unique(groups)]
-
-    def f1(k: np.ndarray) -> float:  # k: indices of the resampled episodes
-        s = np.concatenate([members[i] for i in k])
-        return macro_f1(y[s], pred[s])
-
-    return bootstrap_interval(len(members), f1)
+    return group_interval(groups, lambda s: macro_f1(y[s], pred[s]))
 
 
 def node_throughput(clips: list[ClipInput]) -> dict:
