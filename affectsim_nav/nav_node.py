@@ -32,6 +32,7 @@ from geometry_msgs.msg import Point, Twist
 from geometry_msgs.msg import Pose2D as Pose2DMsg
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.duration import Duration
 from rclpy.node import Node
 
 from affectsim_core.clips import sample_indices
@@ -55,6 +56,7 @@ from affectsim_nav.base_control import EXECUTIONS, BaseLimits
 from affectsim_nav.ros_robot import CMD_VEL_TOPICS, ODOM_TIMEOUT_S, TOPICS, CmdVelRobot, LockstepRobot
 
 MAX_GOAL_COUNT = 100_000  # upper bound of a goal's max_actions / max_planner_calls
+ZERO_RESEND_S = 0.1  # s between zeros on /cmd_vel while a stopping node awaits their acknowledgement
 MAX_STREAM_S = 600.0  # s: the longest A-Obs stream a goal may ask for (2,400 frames at 4 Hz)
 
 
@@ -199,6 +201,8 @@ class NavNode(Node):
             return ep.run(until, n_clip, lambda: self._stopped(handle), self._feedback(typ, handle))
         except Exception as exc:  # noqa: BLE001 - reported in the result, the node keeps serving
             self._stop_base()
+            if self._halted and not self.context.ok():  # the shutdown destroyed what the episode was using
+                return ep.abort("the nav node is shutting down")
             self.get_logger().error(f"{typ.__name__} aborted: {type(exc).__name__}: {exc}")
             return ep.abort(f"{type(exc).__name__}: {exc}")
 
@@ -258,20 +262,54 @@ class NavNode(Node):
         msg = Twist()
         if not self._halted:
             msg.linear.x, msg.angular.z = float(linear), float(angular)
-        self._cmd_pub.publish(msg)
+        self._send_cmd(msg)
 
     def _stop_base(self) -> None:
         """Zero ``/cmd_vel``, twice (a lossy link loses one); many bases keep the last command otherwise."""
         if self._cmd_pub is not None:
             for _ in range(2):
-                self._cmd_pub.publish(Twist())
+                self._send_cmd(Twist())
+
+    def _send_cmd(self, msg: Twist) -> None:
+        """Publish on ``/cmd_vel``; once the context is shut down the publisher is gone and nothing is sent
+        (the zero went out at the signal, :meth:`stop_job`, before the shutdown); an error otherwise raises."""
+        try:
+            self._cmd_pub.publish(msg)
+        except Exception:  # rclpy's InvalidHandle / RCLError for a destroyed publisher
+            if self.context.ok():
+                raise
 
     def stop_job(self, grace: float) -> bool:
-        """Shutdown (SIGINT, SIGTERM): the base is stopped at once, the running goal ends within ``grace``
-        s; returns whether it did (:func:`affectsim_core.ros.node_main.run_node`)."""
-        self._halted = True
-        self._stop_base()
-        return self._idle.wait(grace)
+        """Shutdown (SIGINT, SIGTERM): the base is told to stop at once (on the first call) and the zero's
+        delivery is awaited, then the running goal ends; both within ``grace`` s. Returns whether the goal
+        ended (:func:`affectsim_core.ros.node_main.run_node` calls it again, after the shutdown, if not)."""
+        deadline = time.monotonic() + grace
+        if not self._halted:
+            self._halted = True
+            self._stop_base()
+            self._await_zero(grace)
+        return self._idle.wait(max(0.0, deadline - time.monotonic()))
+
+    def _await_zero(self, timeout: float) -> None:
+        """Send the zero again every :data:`ZERO_RESEND_S` until every reliable ``/cmd_vel`` subscriber
+        acknowledged it, for up to ``timeout`` s: once this process is gone, a base that was not listening
+        (a driver paused, a link down) never gets it, and DDS itself repairs a lost sample only at its
+        next heartbeat (Fast DDS: every 3 s)."""
+        if self._cmd_pub is None:
+            return
+        log = self.get_logger()
+        log.info(f"stopping: zero sent on {self._cmd_pub.topic_name}, awaiting its acknowledgement "
+                 f"(up to {timeout:.1f} s)")
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if self._cmd_pub.wait_for_all_acked(Duration(seconds=max(0.0, min(ZERO_RESEND_S, left)))):
+                return
+            if left <= ZERO_RESEND_S:
+                break
+            self._send_cmd(Twist())
+        log.warning(f"stopping: the zero on {self._cmd_pub.topic_name} was not acknowledged within "
+                        f"{timeout:.1f} s; only the base's own command timeout can stop it now")
 
     def _diagnostics(self, ep: ActiveEpisode) -> dict:
         stream = {"stream_stamps": [to_time(t) for t, _ in ep.stream],
@@ -334,10 +372,7 @@ class NavNode(Node):
     def destroy_node(self) -> None:
         if getattr(self, "_cmd_pub", None) is not None and not self._halted:  # stop_job stopped it on a signal
             self._halted = True
-            try:
-                self._stop_base()
-            except Exception:  # noqa: BLE001 - the context is gone already: nothing can be sent any more
-                pass
+            self._stop_base()
         for p in getattr(self, "_policies", {}).values():  # absent when __init__ failed on a bad parameter
             p.close()
         if getattr(self, "io", None) is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import signal
 import subprocess
@@ -177,6 +178,61 @@ def test_the_base_is_told_to_stop_on_cancel_and_on_sigint(tmp_path):
         later = [c for c in _commands(log) if c["t"] > zero]
         assert all(c["v"] == 0.0 and c["w"] == 0.0 for c in later), later[:3]
         assert "Traceback" not in (tmp_path / "robot_logs" / "nav.log").read_text()
+
+
+@contextmanager
+def _frozen_at_sigint(tmp_path: Path):
+    """A moving robot whose drivers freeze (SIGSTOP) just before the nav node gets SIGINT: the running goal
+    cannot end within the node's grace (it waits for odometry, odom_timeout 5 s) and the zero cannot be
+    acknowledged. Yields (nav process, SIGINT time, stand-in log, resume); the drivers run again at exit."""
+    with robot(tmp_path, ["--start", "5,2.5,0", "--person", "1.5,2.5"], odom_timeout=5.0) as (g, _node, acquire, log):
+        _send(acquire, episode_id="frozen", clip_frames=8, max_actions=400)
+        _wait(lambda: _moving(log), 60, "the base moving")
+        standin = int(json.loads((tmp_path / "robot.ready").read_text())["pid"])
+        resumed = []
+
+        def resume():
+            if not resumed:
+                os.kill(standin, signal.SIGCONT)
+                resumed.append(time.time())
+
+        os.kill(standin, signal.SIGSTOP)
+        try:
+            t_int = time.time()
+            g.procs["nav"].send_signal(signal.SIGINT)
+            yield g.procs["nav"], t_int, log, resume
+        finally:
+            resume()
+
+
+def _exit_status(nav: subprocess.Popen, tmp_path: Path) -> tuple[object, str]:
+    try:
+        status = nav.wait(10)
+    except subprocess.TimeoutExpired:
+        status = "still running 10 s after SIGINT"
+    return status, (tmp_path / "robot_logs" / "nav.log").read_text()
+
+
+def test_sigint_awaits_the_bases_acknowledgement_of_the_zero(tmp_path):
+    # the drivers run again while the nav node waits: the zero reaches the base, then the node exits
+    with _frozen_at_sigint(tmp_path) as (nav, t_int, log, resume):
+        _wait(lambda: "awaiting its acknowledgement" in (tmp_path / "robot_logs" / "nav.log").read_text(), 10,
+              "the nav node awaiting the zero's acknowledgement")
+        resume()
+        status, nav_log = _exit_status(nav, tmp_path)
+    assert status == 0 and "Traceback" not in nav_log and "not acknowledged" not in nav_log, (status, nav_log[-2000:])
+    zero = _wait(lambda: _zero_after(log, t_int), 10, "the zero sent at SIGINT")
+    later = [c for c in _commands(log) if c["t"] > zero]
+    assert all(c["v"] == 0.0 and c["w"] == 0.0 for c in later), later[:3]
+
+
+def test_sigint_ends_the_nav_node_while_the_robot_stays_frozen(tmp_path):
+    # nothing can reach the base: the node still ends, with status 0, saying so (was: a second zero published
+    # on the destroyed publisher raised, and the process hung at exit joining the goal's thread)
+    with _frozen_at_sigint(tmp_path) as (nav, _t, _log, _resume):
+        status, nav_log = _exit_status(nav, tmp_path)
+    assert status == 0 and "Traceback" not in nav_log, (status, nav_log[-2000:])
+    assert "was not acknowledged" in nav_log, nav_log[-2000:]
 
 
 def test_odometry_loss_stops_the_base_and_aborts_with_the_trajectory_kept(tmp_path):

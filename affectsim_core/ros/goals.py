@@ -34,7 +34,10 @@ def end_goal(handle: ServerGoalHandle, how: str, log: Callable[[str], None]) -> 
         if handle.status == before:  # the state did not change: the transition itself failed
             raise
         log(f"goal {how}: the status array was not published ({exc}); the result carries the status")
-        handle._action_server.notify_goal_done()  # what rclpy skipped after the failed publication
+        try:
+            handle._action_server.notify_goal_done()  # what rclpy skipped after the failed publication
+        except RCLError as gone:  # the server itself is destroyed (its node shuts down): no one to tell
+            log(f"goal {how}: the action server is shut down ({gone})")
 
 
 def publish_feedback(handle: ServerGoalHandle, feedback: Any, log: Callable[[str], None]) -> bool:

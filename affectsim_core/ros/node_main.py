@@ -9,7 +9,8 @@ first, then a node that runs a job is asked to stop it (``stop_job``), the conte
 executor's threads end, the node is destroyed, and the process exits 0 (a job that has not stopped
 a few seconds after the shutdown is abandoned: the process exits at once, without finalisation).
 A second signal ends the process at once (the default action). A callback that raises out of the executor ends the process
-with status 1 and the traceback (it would otherwise serve nothing and never exit).
+with status 1 and the traceback (it would otherwise serve nothing and never exit). A step of the shutdown that raises ends it with
+status 1 and the traceback at once (the job's thread would otherwise hold the interpreter's exit open).
 
 A node may own ``side_nodes`` (made by :func:`side_node`): nodes that take high-rate topics, each spun by a
 single-threaded executor and thread of its own, and destroyed just before it. rclpy's multi-threaded
@@ -108,22 +109,26 @@ def run_node(factory: Callable[[], Node], name: str, args: list[str] | None = No
                 spinner.start()
             while not stop.wait(0.1) and rclpy.ok():  # the main thread stays free for the signal handler
                 pass
-            # a job is stopped before the shutdown (it must not record a failure the shutdown causes)
-            stop_job = getattr(node, "stop_job", None)
-            job_ended = stop_job(JOB_GRACE_S) if stop_job is not None else True
-            rclpy.try_shutdown()  # wakes the executor and the job's waits; a node may have shut down itself
-            if not job_ended and not stop_job(STOP_GRACE_S):
-                # the job is still inside a request or the simulator: leave now, not at interpreter exit
-                # (where its thread would run on into freed handles); it stored nothing half-done
-                print(f"[{name}] stopped with its job unfinished", file=sys.stderr, flush=True)
-                sys.stdout.flush()
-                os._exit(1 if crashed else 0)
-            for spinner, (_n, e) in zip(spinners, executors):
-                spinner.join(STOP_GRACE_S)
-                e.shutdown(timeout_sec=STOP_GRACE_S)
-            for side in getattr(node, "side_nodes", ()):
-                side.destroy_node()
-            node.destroy_node()
+            try:
+                # a job is stopped before the shutdown (it must not record a failure the shutdown causes)
+                stop_job = getattr(node, "stop_job", None)
+                job_ended = stop_job(JOB_GRACE_S) if stop_job is not None else True
+                rclpy.try_shutdown()  # wakes the executor and the job's waits; a node may have shut down itself
+                if not job_ended and not stop_job(STOP_GRACE_S):
+                    # the job is still inside a request or the simulator: leave now, not at interpreter exit
+                    # (where its thread would run on into freed handles); it stored nothing half-done
+                    print(f"[{name}] stopped with its job unfinished", file=sys.stderr, flush=True)
+                    sys.stdout.flush()
+                    os._exit(1 if crashed else 0)
+                for spinner, (_n, e) in zip(spinners, executors):
+                    spinner.join(STOP_GRACE_S)
+                    e.shutdown(timeout_sec=STOP_GRACE_S)
+                for side in getattr(node, "side_nodes", ()):
+                    side.destroy_node()
+                node.destroy_node()
+            except Exception:  # noqa: BLE001 - reported; the job's thread must not hold the exit open
+                print(f"[{name}] shutdown failed\n{traceback.format_exc()}", file=sys.stderr, flush=True)
+                os._exit(1)
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
