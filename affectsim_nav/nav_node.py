@@ -309,7 +309,7 @@ class NavNode(Node):
                 break
             self._send_cmd(Twist())
         log.warning(f"stopping: the zero on {self._cmd_pub.topic_name} was not acknowledged within "
-                        f"{timeout:.1f} s; only the base's own command timeout can stop it now")
+                    f"{timeout:.1f} s; only the base's own command timeout can stop it now")
 
     def _diagnostics(self, ep: ActiveEpisode) -> dict:
         stream = {"stream_stamps": [to_time(t) for t, _ in ep.stream],

@@ -91,15 +91,16 @@ def test_the_budget_is_the_truncation_and_a_handoff_after_it_still_counts(env):
     assert seen[-1]["status"][0] == 1.0 and seen[-1]["status"][2] == 1.0
 
 
-def test_driving_the_environment_with_the_baseline_gives_the_evaluators_records(small_data):
+@pytest.mark.parametrize("name", ["baseline", pytest.param("viewpoint", marks=pytest.mark.slow)])
+def test_driving_the_environment_with_a_shipped_policy_gives_the_evaluators_records(small_data, name):
     data, _ = small_data
     ids = tuple(i for fam in ("action_grounded", "dyadic", "observation_controlled") for i in episode_ids(data, fam))
-    cfg = EvalConfig(split="test", ids=ids, recognizers=(RECOGNIZER,), max_actions=60, max_planner_calls=12)
+    cfg = EvalConfig(split="test", ids=ids, recognizers=(RECOGNIZER,), policy=name, max_actions=60, max_planner_calls=12)
     worker = EpisodeWorker(cfg.as_dict(), str(data))
     env = ActiveObservationEnv(split="test", recognizer=RECOGNIZER, max_actions=60, max_planner_calls=12, record=True,
                                data_dir=data)
-    baseline = create_policy("baseline", lambda: DETECTORS.create(DETECTOR))
-    env.drive(baseline)
+    policy = create_policy(name, lambda: DETECTORS.create(DETECTOR))
+    env.drive(policy)
     outcomes = set()
     try:
         by_id = {e.episode_id: e for e in env.episodes}
@@ -117,7 +118,7 @@ def test_driving_the_environment_with_the_baseline_gives_the_evaluators_records(
             outcomes.add(info["outcome"])
     finally:
         env.close()
-        baseline.close()
+        policy.close()
         worker.close()
     assert "handoff" in outcomes  # the clip path is compared, not only budget exhaustion
 

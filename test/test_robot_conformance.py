@@ -66,9 +66,10 @@ def _wait(predicate, timeout: float, what: str):
 
 
 @contextmanager
-def robot(tmp_path: Path, flags: list[str], name: str = "robot", odom_timeout: float | None = TOLERANT_ODOM_TIMEOUT_S):
-    """The stand-in with ``flags`` and the robot graph on one fresh domain; yields (graph, client node,
-    AcquireObservation client, stand-in log)."""
+def robot(tmp_path: Path, flags: list[str], name: str = "robot", odom_timeout: float | None = TOLERANT_ODOM_TIMEOUT_S,
+          policy: str | None = None):
+    """The stand-in with ``flags`` and the robot graph (the nav node's default policy, or ``policy``) on one
+    fresh domain; yields (graph, client node, AcquireObservation client, stand-in log)."""
     domain = pick_domain_id()
     env = loopback_env(domain, robot=True)
     log, ready = tmp_path / f"{name}.jsonl", tmp_path / f"{name}.ready"
@@ -78,7 +79,7 @@ def robot(tmp_path: Path, flags: list[str], name: str = "robot", odom_timeout: f
     try:
         _wait(lambda: ready.exists() or standin.poll() is not None, 60, "the stand-in ready")
         assert standin.poll() is None, (tmp_path / f"{name}_standin.out").read_text()
-        nav = {} if odom_timeout is None else {"odom_timeout": odom_timeout}
+        nav = ({} if odom_timeout is None else {"odom_timeout": odom_timeout}) | ({"policy": policy} if policy else {})
         with GraphProcesses("robot", args=ROBOT_ARGS, domain_id=domain, log_dir=tmp_path / f"{name}_logs",
                             extra_params={"nav": nav}) as g:
             ensure_loopback(domain)
@@ -123,8 +124,8 @@ def _result(handle, timeout: float = 300.0):
     return rf.result().result
 
 
-def _acquires(tmp_path: Path, flags: list[str]) -> None:
-    with robot(tmp_path, flags) as (g, _node, acquire, log):
+def _acquires(tmp_path: Path, flags: list[str], policy: str | None = None) -> None:
+    with robot(tmp_path, flags, policy=policy) as (g, _node, acquire, log):
         res = _result(_send(acquire, episode_id="conformance", clip_frames=8, max_actions=60))
         nav_log = (tmp_path / "robot_logs" / "nav.log").read_text()
         assert res.outcome == "handoff", (res.message, nav_log[-3000:])
@@ -136,6 +137,11 @@ def _acquires(tmp_path: Path, flags: list[str]) -> None:
 
 def test_an_acquisition_ends_in_a_handoff_with_every_habit_at_once(tmp_path):
     _acquires(tmp_path, ALL_AT_ONCE)
+
+
+@pytest.mark.slow
+def test_the_viewpoint_policy_acquires_with_every_habit_at_once(tmp_path):
+    _acquires(tmp_path, ALL_AT_ONCE, policy="viewpoint")
 
 
 @pytest.mark.slow
