@@ -1,7 +1,7 @@
 """Every `affectsim` command the README and docs/ show, run as a new user would on a fresh clone
 (issue 29, item 3): a copy of the tracked files, no ``data/``, no ``results/``. Each must exit 0,
 or stop with a one-line error that says what to run first (no traceback), or be doing its work
-when the walk moves on (then Ctrl-C stops it); a command mentioned in prose without its argument
+when the walk moves on (then Ctrl-C stops it, with no traceback of it or its worker processes); a command mentioned in prose without its argument
 (`affectsim eval --policy`) may end on argparse's one-line usage error. Commands with placeholders (``NAME``, ``RUN``,
 ``[--out FILE]``, ``a | b``) are the synopsis of commands shown literally elsewhere; they are
 skipped. Slow (one process per command): `make test-all`."""
@@ -87,7 +87,9 @@ def _run(cmd: str, clone: Path) -> tuple[str, str]:
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGINT)
         try:
-            proc.communicate(timeout=STOP_S)
+            _, err = proc.communicate(timeout=STOP_S)
+            if "Traceback" in err:  # the command or one of its worker processes dumped its stack
+                return "traceback after Ctrl-C", err[-1500:]
             return "started", ""
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)

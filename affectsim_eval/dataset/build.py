@@ -36,6 +36,7 @@ from affectsim_core.episode import Episode, EpisodeHuman
 from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import quat_from_yaw
 from affectsim_core.protocol import CHALLENGES, SPLITS
+from affectsim_core.workers import ignore_interrupts
 from affectsim_eval.dataset.composer import SceneContext, describe, place_target, robot_start
 from affectsim_eval.dataset.episodes import DATASET_DIR, dataset_version, write_split
 
@@ -162,6 +163,7 @@ _WORKER: dict = {}
 
 
 def _init_worker(motions: str, scenes_dir: str) -> None:
+    ignore_interrupts()
     _WORKER["lib"] = Library(Path(motions))
     _WORKER["scenes_dir"] = Path(scenes_dir)
     _WORKER["motions"] = {}

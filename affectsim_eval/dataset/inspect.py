@@ -36,6 +36,7 @@ from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import Transform, look_at_rotation
 from affectsim_core.protocol import EMOTIONS, SPLITS
+from affectsim_core.workers import ignore_interrupts
 from affectsim_eval.dataset.composer import SceneContext, realised
 from affectsim_eval.dataset.context import MAX_CONTEXT_F1, context_shortcut
 from affectsim_eval.dataset.episodes import DATASET_DIR, load_split, read_manifest
@@ -53,6 +54,7 @@ _W: dict = {}
 
 
 def _init(motions: str, scenes_dir: str = str(SCENES_DIR)) -> None:
+    ignore_interrupts()
     _W["lib"] = Library(Path(motions))
     _W["scenes_dir"] = Path(scenes_dir)
     _W["cache"] = {}

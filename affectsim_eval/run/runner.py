@@ -22,6 +22,7 @@ from affectsim_core.person_tracking import DETECTORS
 from affectsim_core.plugins import load_plugins
 from affectsim_core.protocol import PAPER_FAMILIES
 from affectsim_core.timing import StageTimes, TimedDetector
+from affectsim_core.workers import ignore_interrupts
 from affectsim_eval.run.config import DATA_DIR, EvalConfig, EvalData, run_meta, select_episodes
 from affectsim_eval.run.loop import EpisodeResult, RunSummary, evaluate_safely, run_episodes
 from affectsim_eval.episode.orchestrator import evaluate_episode
@@ -72,6 +73,7 @@ _WORKER: list[EpisodeWorker] = []
 
 
 def _pool_init(cfg: dict, data: str) -> None:
+    ignore_interrupts()
     os.environ["OMP_NUM_THREADS"] = "1"  # one CPU per worker process, as Ray does for its actors
     _WORKER.append(EpisodeWorker(cfg, data))
 

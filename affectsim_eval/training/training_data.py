@@ -40,6 +40,7 @@ from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import Pose2D
 from affectsim_core.protocol import EMOTIONS
 from affectsim_core.readers import read_json
+from affectsim_core.workers import ignore_interrupts
 from affectsim_eval.episode.passive import body_track, p_ref_clip, placements
 from affectsim_eval.episode.reference import view_quality
 from affectsim_perception.person_model import BlazePose, clip_pose
@@ -53,6 +54,7 @@ _W: dict = {}
 
 
 def _init(motions: str, scenes_dir: str) -> None:
+    ignore_interrupts()
     _W.update(lib=Library(Path(motions)), scenes_dir=Path(scenes_dir), scene=None, backend=BACKENDS.create(DEFAULT_BACKEND),
               pose=BlazePose(video=True, threads=1), motions={})  # one thread per worker process
 
