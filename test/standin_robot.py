@@ -27,7 +27,9 @@ Topics (Fetch names; all stamped with the node clock in wall time, no ``/clock``
   ``/head_camera/depth_registered/image_raw`` (32FC1 m, or 16UC1 mm with 0 = no return),
   ``/head_camera/depth_registered/camera_info``, 15 Hz, frame ``head_camera_rgb_optical_frame``,
   fx = fy = 554.3, cx = 319.5, cy = 239.5; the camera is level, 1.1 m above the floor, 0.1 m ahead of
-  the base's centre.
+  the base's centre. The camera is published by a node of its own (``head_camera_driver``), spun by
+  its own thread as every node here is, so that a slow render never delays odometry (a robot's camera
+  driver is a process of its own).
 
 Habit switches (see ``--help``) imitate real robots: best-effort sensor QoS, an AMCL-like localiser
 with future-dated ``map -> odom``, several ``/tf_static`` publishers, ``/tf`` split between
@@ -57,7 +59,7 @@ from pathlib import Path
 import numpy as np
 import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions
@@ -501,10 +503,11 @@ class StandIn:
                              durability=DurabilityPolicy.TRANSIENT_LOCAL, history=HistoryPolicy.KEEP_LAST)
         tf_qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE,
                             history=HistoryPolicy.KEEP_LAST)
-        self.pub_rgb = n.create_publisher(Image, "/head_camera/rgb/image_raw", sensor)
-        self.pub_rgb_info = n.create_publisher(CameraInfo, "/head_camera/rgb/camera_info", sensor)
-        self.pub_depth = n.create_publisher(Image, "/head_camera/depth_registered/image_raw", sensor)
-        self.pub_depth_info = n.create_publisher(CameraInfo, "/head_camera/depth_registered/camera_info", sensor)
+        cam_node = self._extra_node("head_camera_driver")  # its own node and thread, as a robot's camera driver
+        self.pub_rgb = cam_node.create_publisher(Image, "/head_camera/rgb/image_raw", sensor)
+        self.pub_rgb_info = cam_node.create_publisher(CameraInfo, "/head_camera/rgb/camera_info", sensor)
+        self.pub_depth = cam_node.create_publisher(Image, "/head_camera/depth_registered/image_raw", sensor)
+        self.pub_depth_info = cam_node.create_publisher(CameraInfo, "/head_camera/depth_registered/camera_info", sensor)
         self.pub_scan = n.create_publisher(LaserScan, "/base_scan", sensor)
         self.pub_odom = n.create_publisher(Odometry, "/odom", QoSProfile(depth=10))
         self.pub_tf = n.create_publisher(TFMessage, "/tf", tf_qos)
@@ -554,11 +557,12 @@ class StandIn:
 
             amcl_tf()
             amcl.create_timer(0.1, amcl_tf, callback_group=MutuallyExclusiveCallbackGroup())
-        # timers (each its own group: the camera does not hold up the base)
+        # timers: the base's on the robot's node, the camera's on the camera driver's (each node is spun by its own
+        # thread, so a slow render never holds up odometry)
         n.create_timer(1.0 / PHYSICS_HZ, self.on_physics, callback_group=MutuallyExclusiveCallbackGroup())
         n.create_timer(1.0 / a.odom_rate, self.on_odom, callback_group=MutuallyExclusiveCallbackGroup())
         n.create_timer(1.0 / SCAN_HZ, self.on_scan, callback_group=MutuallyExclusiveCallbackGroup())
-        n.create_timer(1.0 / CAMERA_HZ, self.on_camera, callback_group=MutuallyExclusiveCallbackGroup())
+        cam_node.create_timer(1.0 / CAMERA_HZ, self.on_camera)
         self.pub_map.publish(self._map_msg())
 
     def _extra_node(self, name: str) -> Node:
@@ -850,11 +854,15 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     rclpy.init(signal_handler_options=SignalHandlerOptions.NO)
     robot = StandIn(args)
-    executor = MultiThreadedExecutor(num_threads=4)
+    # one single-threaded executor and thread per node, as separate driver processes would be: rclpy's
+    # multi-threaded executor walks its list of pending callbacks in Python at every wake, and with the camera's
+    # renders queued it held the GIL long enough to stop odometry for up to 1 s beside the robot graph
+    executors = []
     for n in robot.nodes:
+        executor = SingleThreadedExecutor()
         executor.add_node(n)
-    spin = threading.Thread(target=executor.spin, name="executor", daemon=True)
-    spin.start()
+        threading.Thread(target=executor.spin, name=f"spin-{n.get_name()}", daemon=True).start()
+        executors.append(executor)
     if args.ready_file is not None:
         tmp = args.ready_file.with_name(args.ready_file.name + f".tmp{os.getpid()}")
         tmp.write_text(json.dumps({"pid": os.getpid(), "t": robot.now(), "nodes": [n.get_name() for n in robot.nodes]}))
@@ -866,7 +874,8 @@ def main(argv=None) -> int:
     robot.final()
     robot.delay.stop()
     # a clean DDS exit: the participant is destroyed, so the others forget its endpoints at once
-    executor.shutdown(timeout_sec=0.5)
+    for executor in executors:
+        executor.shutdown(timeout_sec=0.5)
     for n in robot.nodes:
         try:
             n.destroy_node()
