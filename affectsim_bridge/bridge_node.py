@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import time
 from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Callable
@@ -32,6 +33,7 @@ import numpy as np
 from geometry_msgs.msg import PoseArray, PoseStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -61,6 +63,7 @@ from affectsim_interfaces.msg import HumanReactions
 from affectsim_interfaces.srv import ApplyAction, LoadWorld, RenderViews
 
 MAP_RESOLUTION = 0.05
+ACK_TIMEOUT_S = 2.0  # s load_world waits, in all, for its subscribers to acknowledge the new world's messages
 
 CAMERA_MAX_PX = 1280  # head camera width and height limit (the model's offscreen buffer)
 MAX_VIEWS = 512  # views of one RenderViews request
@@ -357,7 +360,21 @@ class BridgeNode(Node):
                        for h in req.humans)
         mode = req.humans_mode or "scripted"
         t = self.sim.call(lambda: self._load(req.scene, pose, humans, int(req.noise_seed), mode), timeout=120.0)
+        self._await_acks()
         res.success, res.message, res.stamp = True, f"loaded {req.scene}", cv.to_time(t)
+
+    def _await_acks(self) -> None:
+        """Before ``load_world`` answers: wait until every reliable subscriber has acknowledged the new
+        world's messages (at most :data:`ACK_TIMEOUT_S` in all), so that a client which drains its
+        subscriptions after the answer (:meth:`BridgeClient.drain`, the nav node at a goal's start) holds
+        this world's first frame, never only the last one of the world before."""
+        deadline = time.monotonic() + ACK_TIMEOUT_S
+        for key, pub in self.pub.items():
+            left = deadline - time.monotonic()
+            if left <= 0 or not pub.wait_for_all_acked(Duration(seconds=left)):
+                self.get_logger().warning(f"load_world: {TOPICS[key]} not acknowledged by every subscriber within "
+                                          f"{ACK_TIMEOUT_S:.0f} s; answering anyway")
+                return
 
     def _motion(self, motion_id: str):
         """A clip of the configured motion library (opened on first use)."""

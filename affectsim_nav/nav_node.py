@@ -247,6 +247,9 @@ class NavNode(Node):
             robot = CmdVelRobot(self.io, self._publish_cmd, self.limits, float(self.p["robot_radius"]), timeout,
                                 float(self.p["odom_timeout"]), slop, interrupted=lambda: self._stopped(handle))
         else:
+            # the world the evaluator has just loaded (load_world answers once its messages are acknowledged):
+            # take them in first, so that the episode never starts from the last frame of the world before
+            self.io.drain(timeout)
             robot = LockstepRobot(self.io, timeout, slop)
         info = robot.episode_info(goal.target_description)
         until = float(getattr(goal, "stream_until", 0.0))  # AcquireObservation only

@@ -15,6 +15,9 @@ import rclpy
 from geometry_msgs.msg import Pose, Twist
 from geometry_msgs.msg import Pose2D as Pose2DMsg
 from rcl_interfaces.srv import DescribeParameters, SetParameters
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import Image
 from rclpy.parameter import Parameter
 
 from affectsim_bridge.content.library import build
@@ -114,6 +117,59 @@ def test_forward_moves_odom_by_a_quarter_metre_and_clock_is_monotonic(bridge):
     assert client.load("test_apartment", 0.5, 1.5, math.pi).success
     r = client.apply(Action.FORWARD)
     assert r.success and r.clipped and r.pose.x == pytest.approx(0.35, abs=1e-3)
+
+
+def test_load_world_answers_once_its_subscribers_hold_the_new_world(bridge):
+    """A plain reliable subscriber (not the project's client) holds the new world's first frame in its
+    reader when ``load_world`` answers (the bridge waits for the acknowledgements): it is taken without
+    waiting, after a step of the world before made that one's newest frame later in time."""
+    client, _ = bridge
+    node = rclpy.create_node("ack_probe")
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    frames = []
+    qos = QoSProfile(depth=5, reliability=ReliabilityPolicy.RELIABLE)
+    node.create_subscription(Image, client.topic("rgb"), frames.append, qos)
+    try:
+        wait_until(lambda: node.count_publishers(client.topic("rgb")) > 0, 30, "the probe matched")
+        for x in (1.0, 2.0, 1.5):
+            client.step_and_frame(Action.STOP)  # the world before: its newest frame at 0.25 s or later
+            for _ in range(40):
+                executor.spin_once(timeout_sec=0.02)
+            assert frames and from_time(frames[-1].header.stamp) > 0
+            assert client.load("test_apartment", x, 2.5, 0.0).success
+            for _ in range(20):  # each spin takes one ready message; none is waited for
+                executor.spin_once(timeout_sec=0)
+            assert from_time(frames[-1].header.stamp) == 0.0, f"x={x}: the new world's frame was not in the reader"
+    finally:
+        executor.remove_node(node)
+        node.destroy_node()
+
+
+def test_a_drained_client_holds_every_frame_received_before_even_when_storing_is_slow(bridge):
+    """:meth:`BridgeClient.drain` returns after the callbacks of what had arrived: a client that takes
+    0.3 s to store each frame still holds the new world's frame when drain returns after load_world."""
+    client, _ = bridge
+
+    class SlowClient(BridgeClient):
+        def _store(self, key, msg):
+            if key == "rgb":
+                time.sleep(0.3)
+            super()._store(key, msg)
+
+    slow = SlowClient("slow_client", topics=("rgb",), services=False)
+    try:
+        wait_until(lambda: slow.node.count_publishers(slow.topic("rgb")) > 0, 30, "the slow client matched")
+        for x in (1.0, 2.0):
+            assert client.load("test_apartment", x, 2.5, 0.0).success
+            slow.drain(30)
+            client.drain(30)
+            with slow.lock:
+                newest = slow.msgs["rgb"][-1]
+            assert from_time(newest.header.stamp) == 0.0
+            assert np.array_equal(image_to_array(newest), image_to_array(client.msgs["rgb"][-1]))
+    finally:
+        slow.close()
 
 
 def test_bad_requests_are_rejected_and_the_node_keeps_running(bridge, tmp_path):

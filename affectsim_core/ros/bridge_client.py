@@ -8,6 +8,7 @@ loopback, see :mod:`affectsim_core.ros.env`) before creating one.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
@@ -24,6 +25,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, LaserScan
+from std_msgs.msg import UInt64
 from tf2_msgs.msg import TFMessage
 
 from affectsim_core.ros import calls, tf_tree
@@ -42,6 +44,7 @@ LATCHED = {"tf_static": (NAMES["tf_static"], TFMessage), "map": (NAMES["map"], O
 SENSORS = ("rgb", "rgb_info", "depth", "depth_info", "scan", "odom")  # drivers' topics (sensor-data QoS on robots)
 SENSOR_QOS = ("reliable", "best_effort")
 TIME_KEYS = ("rgb", "depth", "scan", "odom", "clock")  # whose stamps say what time it is now (TF future check)
+DRAIN_TOPIC = "~/_drain"  # hidden, per client node: the marker of :meth:`BridgeClient.drain`
 
 
 def _stamp_of(msg: Any) -> float | None:
@@ -96,6 +99,12 @@ class BridgeClient:
             self._load = self.node.create_client(LoadWorld, SERVICES["load_world"])
             self._step = self.node.create_client(ApplyAction, SERVICES["apply_action"])
         self._ids = calls.request_ids()
+        # drain(): a marker this client sends itself; the events executor runs callbacks in arrival order
+        self._drained: set[int] = set()
+        self._marks = int.from_bytes(os.urandom(4), "little") << 32  # this client's markers: another's never match
+        marker_qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        self._drain_sub = self.node.create_subscription(UInt64, DRAIN_TOPIC, self._on_marker, marker_qos)
+        self._drain_pub = self.node.create_publisher(UInt64, DRAIN_TOPIC, marker_qos)
         self._executor = EventsExecutor()  # C++ event loop: keeps up with 15 Hz RGB-D where the Python one lags
         self._executor.add_node(self.node)
         self._thread = threading.Thread(target=self._spin, daemon=True)
@@ -140,6 +149,35 @@ class BridgeClient:
         self._log(f"a publisher on {self.topic(key)} has QoS incompatible with this subscription "
                   f"({_qos_text(self._subs[key].qos_profile)}): policy {info.last_policy_kind.name} differs; "
                   "its messages are not received")
+
+    def _on_marker(self, msg: UInt64) -> None:
+        if int(msg.data) >> 32 != self._marks >> 32:
+            return  # another client of the same node name in this domain
+        with self._cv:
+            self._drained.add(int(msg.data))
+            self._cv.notify_all()
+
+    def drain(self, timeout: float = 10.0) -> None:
+        """Return once every message already received by this client's subscriptions has been stored: a
+        marker sent to itself comes back after them (the events executor runs callbacks in the order the
+        messages arrived). With a publisher that waits for acknowledgement before it answers (the bridge's
+        ``load_world``), what was published before the answer is then in :attr:`msgs`."""
+        with self._cv:
+            self._marks += 1
+            mark = self._marks
+        deadline = time.monotonic() + timeout
+        while self._drain_sub.get_publisher_count() == 0 or self._drain_pub.get_subscription_count() == 0:
+            if time.monotonic() > deadline:  # matching its own topic takes a discovery round
+                raise TimeoutError(f"{self.node.get_name()}: its drain marker topic did not match within {timeout:.1f} s")
+            time.sleep(0.01)
+        self._drain_pub.publish(UInt64(data=mark))
+        with self._cv:
+            while mark not in self._drained:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"{self.node.get_name()}: its drain marker did not come back within {timeout:.1f} s")
+                self._cv.wait(left)
+            self._drained.discard(mark)
 
     # ------------------------------------------------------------------ waits
     def wait_for(self, key: str, predicate=lambda m: True, timeout: float = 10.0) -> Any:
