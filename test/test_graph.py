@@ -1,6 +1,7 @@
 """The graph as users start it: `affectsim launch bench`, topics up, every socket (UDP, TCP) on 127.0.0.1,
 Ctrl-C, nothing left behind."""
 
+import fcntl
 import os
 import re
 import signal
@@ -17,7 +18,7 @@ from geometry_msgs.msg import Twist
 from affectsim_core.errors import InvalidInput
 from affectsim_core.ros.bridge_client import BridgeClient
 from affectsim_core.ros.conversions import from_time
-from affectsim_core.ros.env import loopback_env, pick_domain_id
+from affectsim_core.ros.env import loopback_env, pick_domain_id, release_domain_id
 from affectsim_core.ros.shm import clean_stale, group
 from affectsim_ros.graph import GRAPHS
 from waiting import wait_until
@@ -174,10 +175,26 @@ def _quiet_domains() -> list[int]:
     this process from an earlier test would otherwise discover the victim and map all its files)."""
     def quiet(d: int) -> bool:  # unicast ports of participants 0..9 (RTPS well-known ports)
         return not any(Path(f"/dev/shm/fastdds_port{7400 + 250 * d + k}").exists() for k in range(10, 30))
-    while True:
+    clean_stale()  # port files of killed participants make a domain look busy
+    for _ in range(200):
         first = pick_domain_id()
         if quiet(first) and quiet(first % 100 + 1):
             return [first, first % 100 + 1]
+        release_domain_id(first)  # not kept: held, the rejected ids took every domain of the machine
+    pytest.fail("no two neighbouring domain ids without a participant's port files in /dev/shm")
+
+
+def test_a_port_file_without_a_listener_is_stale_and_one_with_a_locked_listener_is_not(tmp_path):
+    from affectsim_core.ros.shm import stale_files
+
+    for name in ("fastdds_port7401", "sem.fastdds_port7401_mutex", "fastdds_port7402", "fastdds_port7402_el"):
+        (tmp_path / name).write_bytes(b"x")
+    fd = os.open(tmp_path / "fastdds_port7402_el", os.O_RDONLY)  # a live listener holds its port's lock
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert {p.name for p in stale_files(tmp_path, min_age=0.0)} == {"fastdds_port7401", "sem.fastdds_port7401_mutex"}
+    finally:
+        os.close(fd)
 
 
 def test_shared_memory_left_by_a_killed_process_is_removed_and_a_live_one_is_kept():
