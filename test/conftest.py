@@ -9,21 +9,11 @@ import os
 import pytest
 
 from affectsim_core.plugins import load_plugins
-from affectsim_core.ros.env import ensure_loopback, held_domain_ids, pick_domain_id, release_domain_id
+from affectsim_core.ros.env import ensure_loopback, pick_domain_id
 
 os.environ.setdefault("ROS_DOMAIN_ID", str(pick_domain_id()))  # the user's choice, else a fresh one per session
 ensure_loopback()
 load_plugins()
-
-
-@pytest.fixture(autouse=True)
-def _domain_ids_back():
-    """The domain ids a test picked (its graphs and stand-ins have ended) are given back after it: held to the
-    end of the session, the suite's graph tests took all 101 (no free ROS domain id)."""
-    before = held_domain_ids()
-    yield
-    for domain in held_domain_ids() - before:
-        release_domain_id(domain)
 
 
 @pytest.fixture(scope="session")

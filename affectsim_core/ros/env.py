@@ -101,11 +101,6 @@ def pick_domain_id() -> int:
                        f"this process, the rest by other runs or DDS participants); end a run or set ROS_DOMAIN_ID")
 
 
-def held_domain_ids() -> frozenset[int]:
-    """The domain ids this process holds (:func:`pick_domain_id`, not released yet)."""
-    return frozenset(_held)
-
-
 def release_domain_id(domain: int) -> None:
     """Give back a domain id of :func:`pick_domain_id` (nothing if this process does not hold it)."""
     fd = _held.pop(domain, None)
