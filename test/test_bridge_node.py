@@ -134,9 +134,8 @@ def test_load_world_answers_once_its_subscribers_hold_the_new_world(bridge):
         wait_until(lambda: node.count_publishers(client.topic("rgb")) > 0, 30, "the probe matched")
         for x in (1.0, 2.0, 1.5):
             client.step_and_frame(Action.STOP)  # the world before: its newest frame at 0.25 s or later
-            for _ in range(40):
-                executor.spin_once(timeout_sec=0.02)
-            assert frames and from_time(frames[-1].header.stamp) > 0
+            stepped = lambda: frames and from_time(frames[-1].header.stamp) > 0  # noqa: E731
+            wait_until(lambda: executor.spin_once(timeout_sec=0.02) or stepped(), 30, "the stepped frame", 0.0)
             assert client.load("test_apartment", x, 2.5, 0.0).success
             for _ in range(20):  # each spin takes one ready message; none is waited for
                 executor.spin_once(timeout_sec=0)
