@@ -58,7 +58,6 @@ from pathlib import Path
 
 import numpy as np
 import rclpy
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -512,8 +511,7 @@ class StandIn:
         self.pub_odom = n.create_publisher(Odometry, "/odom", QoSProfile(depth=10))
         self.pub_tf = n.create_publisher(TFMessage, "/tf", tf_qos)
         self.pub_map = n.create_publisher(OccupancyGrid, "/map", latched)
-        n.create_subscription(Twist, "/cmd_vel", self.on_cmd, 10,
-                              callback_group=MutuallyExclusiveCallbackGroup())
+        n.create_subscription(Twist, "/cmd_vel", self.on_cmd, 10)
         # static transforms
         t0 = self.stamp(self.now())
         head = [tf_msg(t0, p, c, o) for p, c, o in HEAD_CHAIN]
@@ -544,7 +542,7 @@ class StandIn:
                 s = rsp.get_clock().now().to_msg()
                 pub.publish(TFMessage(transforms=[tf_msg(s, p, c, o) for p, c, o in HEAD_CHAIN]))
 
-            rsp.create_timer(1.0 / a.head_tf_rate, head_tf, callback_group=MutuallyExclusiveCallbackGroup())
+            rsp.create_timer(1.0 / a.head_tf_rate, head_tf)
         if a.amcl:
             amcl = self._extra_node("amcl")
             pub = amcl.create_publisher(TFMessage, "/tf", tf_qos)
@@ -556,12 +554,12 @@ class StandIn:
                                                          quat_from_rpy(0, 0, oyaw))]))
 
             amcl_tf()
-            amcl.create_timer(0.1, amcl_tf, callback_group=MutuallyExclusiveCallbackGroup())
+            amcl.create_timer(0.1, amcl_tf)
         # timers: the base's on the robot's node, the camera's on the camera driver's (each node is spun by its own
         # thread, so a slow render never holds up odometry)
-        n.create_timer(1.0 / PHYSICS_HZ, self.on_physics, callback_group=MutuallyExclusiveCallbackGroup())
-        n.create_timer(1.0 / a.odom_rate, self.on_odom, callback_group=MutuallyExclusiveCallbackGroup())
-        n.create_timer(1.0 / SCAN_HZ, self.on_scan, callback_group=MutuallyExclusiveCallbackGroup())
+        n.create_timer(1.0 / PHYSICS_HZ, self.on_physics)
+        n.create_timer(1.0 / a.odom_rate, self.on_odom)
+        n.create_timer(1.0 / SCAN_HZ, self.on_scan)
         cam_node.create_timer(1.0 / CAMERA_HZ, self.on_camera)
         self.pub_map.publish(self._map_msg())
 
