@@ -3,7 +3,10 @@
 Topics out: /head_camera/rgb/{image_raw,camera_info}, /head_camera/depth_registered/{image_raw,camera_info}
 (32FC1 metres, registered to RGB), /base_scan, /odom, /tf, /tf_static, /map (transient local),
 /clock (sim time; every message is stamped with it), /affectsim/ground_truth/{robot_pose,humans}.
-Topic in: /cmd_vel (free-running mode). Services: /affectsim/load_world, /affectsim/apply_action.
+Topics in (free-running mode): /cmd_vel, and /head_controller/joint_trajectory (trajectory_msgs/JointTrajectory,
+head_pan_joint and head_tilt_joint: the head moves at 1.57 rad/s toward the last point's positions; lockstep
+points the head with each /affectsim/apply_action instead). Services: /affectsim/load_world,
+/affectsim/apply_action.
 
 Modes: ``lockstep`` (each discrete action advances sim time 0.25 s, then one set of sensor
 messages is published) and ``free_run`` (sim time advances in ``sim_dt`` ticks paced to
@@ -39,10 +42,11 @@ from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import CameraInfo, Image, LaserScan
 from tf2_msgs.msg import TFMessage
+from trajectory_msgs.msg import JointTrajectory
 
 from affectsim_bridge.backends.mujoco import fetch_model
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
-from affectsim_bridge.backends.base import HumanPlacement, LaserSpec, RobotConfig
+from affectsim_bridge.backends.base import HumanPlacement, LaserSpec, RobotConfig, check_head
 from affectsim_bridge.content.library import DEFAULT_DIR, Library
 from affectsim_bridge.world.noise import SEED_KEY, NoiseSet, config_params
 from affectsim_bridge.world.scene import load_scene
@@ -54,11 +58,11 @@ from affectsim_core.episode import MAX_HUMANS
 from affectsim_core.errors import AffectSimError, InvalidInput
 from affectsim_core.geometry import Pose2D, Transform
 from affectsim_core.names import check_name
-from affectsim_core.protocol import FORWARD_M, MODES, STEP_SECONDS, TURN_RAD
+from affectsim_core.protocol import FORWARD_M, HEAD_PAN_LIMITS, HEAD_TILT_LIMITS, MODES, STEP_SECONDS, TURN_RAD
 from affectsim_core.ros import conversions as cv
 from affectsim_core.ros.node_main import side_node
 from affectsim_core.ros.params import Param, declare_params
-from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES, TOPICS
+from affectsim_core.ros.topics import HEAD_JOINTS, OPTICAL_FRAME, SERVICES, TOPICS
 from affectsim_interfaces.msg import HumanReactions
 from affectsim_interfaces.srv import ApplyAction, LoadWorld, RenderViews
 
@@ -71,6 +75,7 @@ VFOV_BOUNDS = (math.radians(10.0), math.radians(150.0))  # rad, an explicit came
 MAX_VIEW_SIZE = 4096  # px, side of RenderViews' resized frames
 RENDER_BUDGET_BYTES = 256 * 2 ** 20  # frames of one RenderViews reply (views x width x height x 3)
 ANSWERED_KEEP = 32  # recent replies kept per service for repeated request ids
+MAX_TRAJECTORY_POINTS = 100  # points of one head command (only the last one's positions are used)
 
 NOISE_PARAMS: tuple[Param, ...] = (  # derived from the noise-model registry (affectsim_bridge.world.noise)
     Param(SEED_KEY, 0, "noise seed of the start scene (load_world requests carry their own noise_seed)",
@@ -99,8 +104,8 @@ PARAMS: tuple[Param, ...] = (
     Param("camera_vfov_deg", FETCH_HEAD_VFOV_DEG, "head camera vertical field of view (deg); fx = fy",
           bounds=(10.0, 150.0)),
     Param("max_depth_m", 10.0, "depth beyond this is NaN (m)", bounds=(0.5, 100.0)),
-    Param("head_tilt", 0.0, "head tilt (rad, + looks down), Fetch limits", bounds=(-0.76, 1.45)),
-    Param("head_pan", 0.0, "head pan (rad, + looks left), Fetch limits", bounds=(-1.57, 1.57)),
+    Param("head_tilt", 0.0, "head tilt (rad, + looks down), Fetch limits", bounds=HEAD_TILT_LIMITS),
+    Param("head_pan", 0.0, "head pan (rad, + looks left), Fetch limits", bounds=HEAD_PAN_LIMITS),
     Param("torso_lift", 0.0386, "torso lift (m), Fetch limits", bounds=(0.0386, 0.3861)),
     Param("robot_radius", 0.3, "base footprint radius for navigable space (m)", bounds=(0.05, 1.0)),
     Param("cmd_vel_timeout", 0.5, "free_run: stop when no /cmd_vel for this long (sim s)", bounds=(0.05, 10.0)),
@@ -132,6 +137,22 @@ def node_params() -> tuple[Param, ...]:
                           for key, default, bounds, description in config_params() if key not in known)
 
 
+def head_goal(names: list[str], last: list[list[float]], n_points: int) -> tuple[float | None, float | None]:
+    """(pan, tilt) rad of a head command: joint ``names`` (a subset of :data:`HEAD_JOINTS`, each once), the
+    last point's positions ``last`` ([positions] or []) of ``n_points``; raises :class:`InvalidInput`
+    naming the field."""
+    if not 1 <= n_points <= MAX_TRAJECTORY_POINTS:
+        raise InvalidInput("points", n_points, f"1..{MAX_TRAJECTORY_POINTS} trajectory points")
+    if not names or len(set(names)) != len(names) or not set(names) <= set(HEAD_JOINTS):
+        raise InvalidInput("joint_names", names, f"distinct names among {list(HEAD_JOINTS)}")
+    if len(last[0]) != len(names):
+        raise InvalidInput("points[-1].positions", last[0], f"{len(names)} positions, one per joint name")
+    by_joint = dict(zip(names, last[0]))
+    pan, tilt = (by_joint.get(j) for j in HEAD_JOINTS)
+    return (None if pan is None else check_head("head_pan", pan),
+            None if tilt is None else check_head("head_tilt", tilt))
+
+
 class BridgeNode(Node):
     """Thin adapter from a :class:`SimulatorBackend` to the ROS interface contract."""
 
@@ -146,6 +167,7 @@ class BridgeNode(Node):
         self._resetting: str | None = None
         self._state_lock = threading.Lock()
         self._cmd = (0.0, 0.0, -math.inf)  # linear, angular, sim time received
+        self._head_cmd: tuple[float | None, float | None] | None = None  # (pan, tilt) rad not yet applied
         self._map_odom = Transform.identity()
         self._map_msg: tuple[object, OccupancyGrid] | None = None  # (scene, map) published for it
         self._last_twist = (0.0, 0.0)
@@ -182,6 +204,7 @@ class BridgeNode(Node):
         # /cmd_vel on a node of its own, spun apart from the services (affectsim_core.ros.node_main: side_nodes)
         cmd_node = side_node(self, "_cmd_vel")
         cmd_node.create_subscription(Twist, TOPICS["cmd_vel"], self._on_cmd_vel, 10)
+        cmd_node.create_subscription(JointTrajectory, TOPICS["head_command"], self._on_head_command, 10)
         self.side_nodes = (cmd_node,)
 
         start = Pose2D(self.p["robot_x"], self.p["robot_y"], self.p["robot_yaw"])
@@ -203,6 +226,7 @@ class BridgeNode(Node):
         self.noise.reseed(noise_seed)  # a new episode: its noise, a fresh odometry estimate, no queued frames
         self._map_odom = Transform.from_pose2d(pose)  # odometry starts at zero, like a robot at boot
         self._cmd = (0.0, 0.0, -math.inf)
+        self._head_cmd = None  # the head starts where the bridge's head_pan and head_tilt put it
         self._next = {"camera": 0.0, "scan": 0.0, "odom": 0.0}
         stamp = cv.to_time(0.0)
         if self._map_msg is None or self._map_msg[0] is not scene:  # /map is latched: once per scene
@@ -221,6 +245,9 @@ class BridgeNode(Node):
         lin, ang, t_cmd = self._cmd
         if self.backend.sim_time - t_cmd > self.p["cmd_vel_timeout"]:
             lin, ang = 0.0, 0.0
+        head, self._head_cmd = self._head_cmd, None
+        if head is not None:
+            self.backend.point_head(*head)
         self.backend.integrate_velocity(lin, ang, dt)
         self._last_twist = (lin, ang)
         t = self.backend.sim_time
@@ -395,8 +422,12 @@ class BridgeNode(Node):
         if req.action not in tuple(Action):
             raise InvalidInput("action", req.action, "0 STOP, 1 FORWARD, 2 TURN_LEFT or 3 TURN_RIGHT")
 
+        tilt = check_head("head_tilt", req.head_tilt) if req.point_head else None
+
         def step():
             action = Action(req.action)
+            if tilt is not None:
+                self.backend.point_head(tilt=tilt)
             turn = {Action.TURN_LEFT: TURN_RAD, Action.TURN_RIGHT: -TURN_RAD}.get(action, 0.0)
             realised = None
             if "actuation" in self.noise:  # the motion the base really makes, clipped by navigable space
@@ -475,6 +506,20 @@ class BridgeNode(Node):
                                       throttle_duration_sec=5.0)
             return
         self._cmd = (lin, ang, self.backend.sim_time)
+
+    def _on_head_command(self, msg: JointTrajectory) -> None:
+        """A head command in the form of a joint trajectory controller's topic: the last point's positions of
+        ``head_pan_joint`` and ``head_tilt_joint`` (either may be left out) become the head's goal."""
+        try:
+            goal = head_goal(list(msg.joint_names), [list(p.positions) for p in msg.points[-1:]], len(msg.points))
+        except InvalidInput as exc:
+            self.get_logger().error(f"{TOPICS['head_command']} rejected: {exc}", throttle_duration_sec=1.0)
+            return
+        if self.p["mode"] != "free_run":
+            self.get_logger().warning(f"{TOPICS['head_command']} ignored: bridge runs lockstep (point the head with "
+                                      "/affectsim/apply_action's point_head)", throttle_duration_sec=5.0)
+            return
+        self._head_cmd = goal
 
     def destroy_node(self) -> None:
         if hasattr(self, "calls") and not self.calls["_logged"]:  # once, though destroy_node may run twice

@@ -36,6 +36,13 @@ STEP_SECONDS = 0.25
 FORWARD_M = 0.25
 TURN_RAD = math.radians(15.0)
 
+#: The head (beyond the paper, whose four primitives never move it): a policy may point the head camera
+#: down or up with each decision. Fetch's head_tilt_joint limits (rad, + looks down) and the speed at
+#: which the head moves toward the commanded tilt (rad/s; at most 0.39 rad in one 0.25 s step).
+HEAD_TILT_LIMITS: tuple[float, float] = (-0.76, 1.45)
+HEAD_PAN_LIMITS: tuple[float, float] = (-1.57, 1.57)  # rad, + left
+HEAD_SPEED = 1.57  # rad/s, each joint
+
 #: How the bridge advances sim time (docs/design.md §3): each discrete action advances it by one step
 #: (the benchmark; bit-for-bit repeatable), or it runs on its own, paced to a real-time factor (/cmd_vel, Nav2).
 MODES: tuple[str, ...] = ("lockstep", "free_run")

@@ -198,7 +198,10 @@ class ActiveEpisode:
                 self.kept.append((i, np.array(obs.rgb), np.array(obs.camera_pose)))
 
     def _execute(self, decision: Decision) -> None:
-        """Apply one decision: a primitive action, or a goal (built-in follower or the mover)."""
+        """Apply one decision: a head command, then a primitive action or a goal (built-in follower or
+        the mover)."""
+        if decision.head_tilt is not None:
+            self.robot.point_head(decision.head_tilt)
         if self.moving and not decision.keep_going:  # the policy preempts the external navigator
             self.mover.cancel()
             self.moving = False

@@ -31,6 +31,10 @@ class Robot(Protocol):
 
     def observe(self, step: int) -> Observation: ...
 
+    def point_head(self, tilt: float) -> None:
+        """Command the head's tilt (rad, + looks down, within the Fetch limits); it moves while the
+        next action runs."""
+
 
 @dataclass
 class ExecutionLog:

@@ -15,7 +15,8 @@ serving. The action servers appear once every input topic has a publisher (bridg
 Parameter ``execution``: ``lockstep`` applies each primitive action through the bridge's
 ``/affectsim/apply_action``; ``cmd_vel`` drives it in continuous time through ``/cmd_vel`` from the
 robot's odometry and laser, with no ``/affectsim/*`` interface (a robot, or the bridge in
-``free_run``); ``nav2`` sends a policy's point-to-point goals to Nav2's ``NavigateToPose``.
+``free_run``); ``nav2`` sends a policy's point-to-point goals to Nav2's ``NavigateToPose``. A policy's
+head commands go with the lockstep action, or (``cmd_vel``, ``nav2``) to ``/head_controller/joint_trajectory``.
 The policy runs the same core as the in-process evaluation (:mod:`affectsim_nav.active`), so both
 give identical trajectories for the same episode. Policies that need a person detector get one of
 :data:`~affectsim_core.person_tracking.DETECTORS` (parameter ``detector``; the executable in
@@ -28,23 +29,25 @@ import math
 import threading
 import time
 
+from builtin_interfaces.msg import Duration as DurationMsg
 from geometry_msgs.msg import Point, Twist
 from geometry_msgs.msg import Pose2D as Pose2DMsg
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.duration import Duration
 from rclpy.node import Node
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from affectsim_core.clips import sample_indices
 from affectsim_core.errors import InvalidInput
 from affectsim_core.person_tracking import DETECTORS
-from affectsim_core.protocol import MAX_ACTIONS, MAX_PLANNER_CALLS, Outcome
+from affectsim_core.protocol import MAX_ACTIONS, MAX_PLANNER_CALLS, STEP_SECONDS, Outcome
 from affectsim_core.ros.bridge_client import SENSOR_QOS, BridgeClient
 from affectsim_core.ros.calls import server_qos
 from affectsim_core.ros.conversions import diagnostics_to_msg, image_msg, matrix_pose_msg, to_time
 from affectsim_core.ros.goals import end_goal, publish_feedback
 from affectsim_core.ros.params import Param, declare_params
-from affectsim_core.ros.topics import OPTICAL_FRAME, SERVICES
+from affectsim_core.ros.topics import HEAD_JOINTS, OPTICAL_FRAME, SERVICES
 from affectsim_core.sync import SYNC_SLOP_S
 from affectsim_core.tf_buffer import EXTRAPOLATION_S, TfBuffer
 from affectsim_core.ros.topics import TOPICS as NAMES
@@ -113,6 +116,7 @@ class NavNode(Node):
                                sensor_qos=qos, log=self.get_logger().warning,
                                tf=TfBuffer(extrapolation=float(self.p["tf_extrapolation_s"])))
         self._cmd_pub = self.create_publisher(Twist, NAMES["cmd_vel"], 10) if cmd_vel else None
+        self._head_pub = self.create_publisher(JointTrajectory, NAMES["head_command"], 10) if cmd_vel else None
         self._halted = False  # shutting down: every command is zero from now on
         self.mover = None
         if self.execution == "nav2":
@@ -245,7 +249,8 @@ class NavNode(Node):
         slop = float(self.p["sync_slop_s"])
         if self.execution != "lockstep":
             robot = CmdVelRobot(self.io, self._publish_cmd, self.limits, float(self.p["robot_radius"]), timeout,
-                                float(self.p["odom_timeout"]), slop, interrupted=lambda: self._stopped(handle))
+                                float(self.p["odom_timeout"]), slop, interrupted=lambda: self._stopped(handle),
+                                publish_head=self._publish_head)
         else:
             # the world the evaluator has just loaded (load_world answers once its messages are acknowledged):
             # take them in first, so that the episode never starts from the last frame of the world before
@@ -266,6 +271,16 @@ class NavNode(Node):
         if not self._halted:
             msg.linear.x, msg.angular.z = float(linear), float(angular)
         self._send_cmd(msg)
+
+    def _publish_head(self, tilt: float) -> None:
+        """A head command (the tilt in rad, + looks down; the pan at 0, ahead) as a joint trajectory
+        controller takes it: one point, reached within one protocol step; none once the node shuts down."""
+        if self._halted:
+            return
+        msg = JointTrajectory(joint_names=list(HEAD_JOINTS))
+        msg.points = [JointTrajectoryPoint(positions=[0.0, float(tilt)],
+                                           time_from_start=DurationMsg(nanosec=int(STEP_SECONDS * 1e9)))]
+        self._head_pub.publish(msg)
 
     def _stop_base(self) -> None:
         """Zero ``/cmd_vel``, twice (a lossy link loses one); many bases keep the last command otherwise."""

@@ -18,11 +18,15 @@ policy's actions, now outside the acquisition budget. ``Decision.goal`` asks for
 motion to a map pose: the built-in follower turns it into primitive actions (or, in the nav node
 with ``execution: nav2``, Nav2's ``NavigateToPose`` drives there) and the policy keeps being asked each
 step; it returns ``Decision.CONTINUE`` to keep going or any other decision to preempt the goal.
+``Decision.head_tilt`` (rad, + looks down) points the head camera with any decision: the head moves
+toward it at the Fetch head's speed while the step runs, and stays there until the next command
+(every episode starts with the head as the robot was configured, level by default).
 """
 
 from __future__ import annotations
 
 import abc
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -30,6 +34,7 @@ from affectsim_core.actions import Action
 from affectsim_core.errors import InvalidInput
 from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.person_tracking import PersonDetector
+from affectsim_core.protocol import HEAD_TILT_LIMITS
 from affectsim_core.registry import Registry
 from affectsim_nav.planner import GridPlanner
 
@@ -50,7 +55,9 @@ class Sighting:
 @dataclass(frozen=True)
 class Decision:
     """What to do next: a primitive ``action``, or a ``goal`` (x m, y m, yaw rad; map) to move to, or
-    ``keep_going`` (continue toward the current goal). ``stage`` is reported as feedback."""
+    ``keep_going`` (continue toward the current goal). ``stage`` is reported as feedback. With any of
+    them, ``head_tilt`` (rad, + looks down, within :data:`HEAD_TILT_LIMITS`) commands the head; None
+    leaves it as it is."""
 
     action: Action | None = None
     stage: str = "search"
@@ -58,6 +65,7 @@ class Decision:
     goal: tuple[float, float, float] | None = None
     keep_going: bool = False
     sighting: Sighting | None = None
+    head_tilt: float | None = None
 
     def __post_init__(self) -> None:
         chosen = (self.action is not None) + (self.goal is not None) + bool(self.keep_going)
@@ -66,6 +74,10 @@ class Decision:
                              "invalid; expected exactly one of action, goal or keep_going")
         if self.stage not in STAGES:
             raise ValueError(f"Decision.stage={self.stage!r} is invalid; expected one of {STAGES}")
+        lo, hi = HEAD_TILT_LIMITS
+        if self.head_tilt is not None and not (isinstance(self.head_tilt, (int, float))
+                                               and math.isfinite(self.head_tilt) and lo <= self.head_tilt <= hi):
+            raise ValueError(f"Decision.head_tilt={self.head_tilt!r} is invalid; expected None or rad in [{lo}, {hi}]")
 
 
 Decision.CONTINUE = Decision(keep_going=True, stage="navigate")  # type: ignore[attr-defined]

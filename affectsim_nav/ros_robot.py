@@ -6,12 +6,13 @@ Observations come from the robot's own topics only, exactly as on the real Fetch
 and the latched ``/map``; every wait has a timeout and raises ``TimeoutError`` naming what did
 not arrive. Two ways to act (the nav node's ``execution`` parameter):
 
-- :class:`LockstepRobot` (``lockstep``): each primitive action goes through the bridge's
-  ``/affectsim/apply_action`` (simulation only);
+- :class:`LockstepRobot` (``lockstep``): each primitive action, with the head's tilt when the policy
+  points it, goes through the bridge's ``/affectsim/apply_action`` (simulation only);
 - :class:`CmdVelRobot` (``cmd_vel``, ``nav2``): each primitive action is driven in continuous time through
   ``/cmd_vel`` from ``/odom`` and ``/base_scan`` (:mod:`affectsim_nav.base_control`); it calls no
   ``/affectsim/*`` service and reads no ``/affectsim/*`` topic, so it runs unchanged on a robot.
-  After a handoff it samples the clip from the camera stream at the protocol's 4 Hz times.
+  After a handoff it samples the clip from the camera stream at the protocol's 4 Hz times. Head
+  commands go out at once on ``/head_controller/joint_trajectory`` (the nav node's publisher).
 """
 
 from __future__ import annotations
@@ -56,9 +57,15 @@ class LockstepRobot:
         self.client = client
         self.timeout, self.slop = timeout, slop
         self.stamp = current_frame(client, timeout, slop=slop).stamp  # the state the episode starts from
+        self._head: float | None = None  # tilt (rad) to send with the next action
+
+    def point_head(self, tilt: float) -> None:
+        """The head's tilt goes with the next action's request (the bridge moves it during that step)."""
+        self._head = float(tilt)
 
     def apply(self, action: Action) -> MoveResult:
-        res = self.client.apply(int(action), self.timeout)
+        res = self.client.apply(int(action), self.timeout, head_tilt=self._head)
+        self._head = None
         if not res.success:
             raise RuntimeError(f"{SERVICES['apply_action']} refused {Action(action).name}: {res.message}")
         self.stamp = from_time(res.stamp)
@@ -146,8 +153,10 @@ class CmdVelRobot(LockstepRobot):
 
     def __init__(self, client: BridgeClient, publish_cmd: Callable[[float, float], None], limits: BaseLimits,
                  robot_radius: float = 0.3, timeout: float = 30.0, odom_timeout: float = ODOM_TIMEOUT_S,
-                 slop: float = SYNC_SLOP_S, interrupted: Callable[[], bool] = lambda: False) -> None:
+                 slop: float = SYNC_SLOP_S, interrupted: Callable[[], bool] = lambda: False,
+                 publish_head: Callable[[float], None] = lambda tilt: None) -> None:
         self.client, self.publish_cmd, self.limits = client, publish_cmd, limits
+        self.publish_head = publish_head
         self.radius, self.timeout, self.odom_timeout, self.slop = robot_radius, timeout, odom_timeout, slop
         self.interrupted = interrupted  # checked at every odometry message: a cancel or a shutdown stops the base
         odom = client.wait_for("odom", timeout=timeout)  # no odometry: refused here, naming the topic
@@ -156,6 +165,10 @@ class CmdVelRobot(LockstepRobot):
         client.wait_for("scan", timeout=timeout)
         self._clip_next: float | None = None  # protocol time (s) of the next clip frame once a clip runs
         self._clip: list[Observation] = []
+
+    def point_head(self, tilt: float) -> None:
+        """The head command goes out at once, to the robot's head controller."""
+        self.publish_head(tilt)
 
     def _odom(self, after: float):
         """The next odometry message; none within ``odom_timeout``: the base is stopped at once, then

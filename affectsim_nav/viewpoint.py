@@ -30,12 +30,14 @@ The constants were chosen on the val split (``affectsim bench policies --split v
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
 from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.person_tracking import Person, PersonDetection
 from affectsim_nav.baseline import CONSISTENT_M, FrontierSearchPolicy, _sighting
+from affectsim_nav.head import HeadPointer
 from affectsim_nav.planner import GridPlanner
 from affectsim_nav.policy import POLICIES, Decision
 
@@ -84,6 +86,7 @@ class ViewpointPolicy(FrontierSearchPolicy):
         self.others: list[tuple[float, float]] = []  # other people seen (map), never the target
         self.repositions = 0  # moves into the band made (or under way)
         self.to_view = False  # such a move is under way
+        self.head = HeadPointer()
 
     # ------------------------------------------------------------------ perception
     def _target(self, obs: Observation) -> Person | None:
@@ -113,8 +116,20 @@ class ViewpointPolicy(FrontierSearchPolicy):
         if self.to_view:  # on the way to the better view: the baseline would preempt it to centre the person
             self._update_seen(obs)
             self._target(obs)  # the estimates stay current
-            return Decision.CONTINUE
-        return super().act(obs)
+            decision = Decision.CONTINUE
+        else:
+            decision = super().act(obs)
+        tilt = self.head.command(obs.camera_pose, obs.step, self._framed(decision))
+        return decision if tilt is None else replace(decision, head_tilt=tilt)
+
+    def _framed(self, decision: Decision) -> tuple[float, float] | None:
+        """Where the person to frame is now (m, map): the tracked one, the one sighted, the one a move is
+        for; None when there is none this step (the head keeps the last for a while, then levels)."""
+        if self.handed_off:
+            return self.track
+        if decision.sighting is not None:
+            return decision.sighting.xy
+        return self.goal_person if self.to_view else None
 
     def on_goal_result(self, reached: bool) -> None:
         super().on_goal_result(reached)

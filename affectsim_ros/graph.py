@@ -79,7 +79,7 @@ GRAPHS: dict[str, tuple[NodeSpec, ...]] = {
 SIM_ODOM_TIMEOUT_S = 2.0  # s: the nav node's odometry watchdog under the free-running simulator (a robot: 0.3 s)
 DETECTIONS = ("auto", "on", "off")
 GRAPH_DEFAULTS: dict[str, dict[str, str]] = {"robot": {"execution": "cmd_vel"}}  # under the user's arguments
-REMAPPABLE = ("rgb", "rgb_info", "depth", "depth_info", "scan", "odom", "cmd_vel", "map")  # a robot's own names
+REMAPPABLE = ("rgb", "rgb_info", "depth", "depth_info", "scan", "odom", "cmd_vel", "head_command", "map")  # a robot's own names
 
 
 def _names(v: str) -> list[str]:

@@ -16,6 +16,8 @@ Topics (Fetch names; all stamped with the node clock in wall time, no ``/clock``
 
 - sub ``/cmd_vel`` (Twist): a 50 Hz unicycle runs the latest command, with no watchdog; motion stops at
   contact (base radius 0.3 m);
+- sub ``/head_controller/joint_trajectory`` (JointTrajectory): logged, not obeyed: the head stays level, as
+  on a robot without a pan-tilt head or whose head controller is not running;
 - ``/odom`` (Odometry, ``odom`` -> ``base_link``, pose and measured body twist), 50 Hz;
 - ``/tf``: ``odom -> base_link`` with every odometry message (same stamp);
 - ``/tf_static`` (reliable, transient local): ``base_link -> torso_lift_link -> head_pan_link ->
@@ -37,7 +39,7 @@ publishers, unsynchronised depth stamps, odometry rate and latency, an odometry 
 command latency and acceleration limits, a rotated laser, 16-bit depth, start and person positions.
 
 ``--log FILE.jsonl`` appends a line per received command (``t`` robot time, ``wall`` monotonic, ``v``,
-``w``), a ground-truth pose line per second (``pose`` [x, y, yaw] in ``map``, ``t``) and a final pose
+``w``; a head command: ``head`` joint names, ``positions`` of each point, ``seconds`` from start of each), a ground-truth pose line per second (``pose`` [x, y, yaw] in ``map``, ``t``) and a final pose
 line on exit (``"final": true``); ``--ready-file`` is written once everything is advertised and the map
 published. SIGINT and SIGTERM: a clean exit within 1 s.
 """
@@ -67,6 +69,7 @@ from geometry_msgs.msg import TransformStamped, Twist
 from nav_msgs.msg import OccupancyGrid, Odometry
 from sensor_msgs.msg import CameraInfo, Image, LaserScan
 from tf2_msgs.msg import TFMessage
+from trajectory_msgs.msg import JointTrajectory
 
 SPRITE = Path(__file__).resolve().parent / "data" / "standin_person.npz"
 
@@ -512,6 +515,7 @@ class StandIn:
         self.pub_tf = n.create_publisher(TFMessage, "/tf", tf_qos)
         self.pub_map = n.create_publisher(OccupancyGrid, "/map", latched)
         n.create_subscription(Twist, "/cmd_vel", self.on_cmd, 10)
+        n.create_subscription(JointTrajectory, "/head_controller/joint_trajectory", self.on_head, 10)
         # static transforms
         t0 = self.stamp(self.now())
         head = [tf_msg(t0, p, c, o) for p, c, o in HEAD_CHAIN]
@@ -594,6 +598,10 @@ class StandIn:
             if self.args.cmd_latency <= 0:
                 self.advance(t)  # in force at once
         self.write({"t": t, "wall": time.monotonic(), "v": v, "w": w})
+
+    def on_head(self, msg: JointTrajectory) -> None:
+        self.write({"t": self.now(), "head": list(msg.joint_names), "positions": [list(p.positions) for p in msg.points],
+                    "seconds": [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points]})
 
     def advance(self, t: float) -> None:
         """Integrate the unicycle from self.t to t (call with the lock held)."""

@@ -99,6 +99,29 @@ def test_tf_resolves_map_to_optical_frame(bridge):
     assert np.linalg.norm(tf.translation[:2] - [res.pose.x, res.pose.y]) < 0.3
 
 
+def test_an_action_points_the_head_at_the_head_s_speed_and_a_new_world_starts_it_level(bridge):
+    client, _ = bridge
+    assert client.load("test_apartment", 1.0, 2.5, 0.0).success
+
+    def camera_pitch(res) -> float:  # + looks down: the optical z axis's downward component in map
+        tf = _tf_chain(client, res.stamp).lookup("map", "head_camera_rgb_optical_frame", from_time(res.stamp))
+        return -math.asin(float(tf.rotation[2, 2]))
+
+    step = client.node.create_client(ApplyAction, SERVICES["apply_action"])  # the request as a user writes it
+    assert step.wait_for_service(30)
+    r = _call(step, ApplyAction.Request(action=ApplyAction.Request.STOP, point_head=True, head_tilt=0.6))
+    assert r.success and camera_pitch(r) == pytest.approx(1.57 * 0.25, abs=1e-4)  # 1.57 rad/s for 0.25 s
+    r = _call(step, ApplyAction.Request(action=ApplyAction.Request.TURN_LEFT))  # the head goes on to its goal
+    assert r.success and camera_pitch(r) == pytest.approx(0.6, abs=1e-4)
+    for bad in (1.5, math.nan):
+        r = _call(step, ApplyAction.Request(action=ApplyAction.Request.FORWARD, point_head=True, head_tilt=bad))
+        assert not r.success and "head_tilt" in r.message and "[-0.76, 1.45]" in r.message, r.message
+    assert client.load("test_apartment", 1.0, 2.5, 0.0).success
+    r = _call(step, ApplyAction.Request(action=ApplyAction.Request.STOP))
+    assert r.success and camera_pitch(r) == pytest.approx(0.0, abs=1e-6)
+    client.node.destroy_client(step)
+
+
 def test_forward_moves_odom_by_a_quarter_metre_and_clock_is_monotonic(bridge):
     client, _ = bridge
     assert client.load("test_apartment", 1.0, 2.5, 0.0).success  # sim time restarts at 0

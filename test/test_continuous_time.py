@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import rclpy
 from geometry_msgs.msg import Twist
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from affectsim_bridge.content.library import Library, build
 from affectsim_core.actions import Action
@@ -22,7 +23,7 @@ from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import SERVICES
 from affectsim_interfaces.action import AcquireObservation
 from affectsim_nav.base_control import BaseLimits
-from affectsim_nav.ros_robot import CMD_VEL_TOPICS, CmdVelRobot, OdometryLost
+from affectsim_nav.ros_robot import CMD_VEL_TOPICS, CmdVelRobot, OdometryLost, current_frame
 from affectsim_ros.graph import SIM_ODOM_TIMEOUT_S
 from affectsim_ros.launcher import GraphProcesses
 from waiting import wait_until
@@ -64,6 +65,14 @@ def test_cmd_vel_executor_drives_the_free_running_bridge(tmp_path):
             assert res.ending == "done" and STEP_SECONDS - 1e-6 <= res.sim_time - t <= STEP_SECONDS + 2 * CAMERA_PERIOD
             obs = robot.observe(3)
             assert obs.stamp == res.sim_time and obs.pose == pytest.approx((res.pose.x, res.pose.y, res.pose.yaw))
+            # the head, through the topic of a joint trajectory controller, as a user's node would send it
+            head = client.node.create_publisher(JointTrajectory, "/head_controller/joint_trajectory", 10)
+            for names, positions in ((["head_tilt_joint"], [1.6]),  # beyond the limit: refused, logged
+                                     (["head_tilt_joint", "head_pan_joint"], [0.5, 0.0])):
+                head.publish(JointTrajectory(joint_names=names, points=[JointTrajectoryPoint(positions=positions)]))
+            pitch = lambda: -math.asin(float(current_frame(client, 10.0).camera_pose[2, 2]))  # noqa: E731
+            wait_until(lambda: abs(pitch() - 0.5) < 1e-3, 30, "the camera looking 0.5 rad down")
+            assert "head_tilt=1.6 is invalid" in (tmp_path / "bridge.log").read_text()
             # facing the west wall 0.35 m away (0.05 m from the front edge): inside the safety distance, no motion
             assert client.load(SCENE, 0.85, 2.5, math.pi).success
             robot = CmdVelRobot(client, _publisher(client), BaseLimits(), 0.3, timeout=30.0, odom_timeout=SIM_ODOM_TIMEOUT_S)

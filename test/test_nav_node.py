@@ -17,6 +17,7 @@ from affectsim_core.geometry import Pose2D
 from affectsim_core.observation import EpisodeInfo
 from affectsim_core.ros.action_client import ActionClient
 from affectsim_core.ros.bridge_client import BridgeClient
+from affectsim_core.ros.conversions import matrix_from_pose_msg
 from affectsim_core.ros.env import ensure_loopback
 from affectsim_core.ros.topics import SERVICES
 from affectsim_eval.dataset.composer import describe
@@ -125,6 +126,33 @@ def test_ros_and_offline_runs_give_identical_trajectories(graph, library):
     finally:
         policy.close()
         backend.close()
+
+
+def test_a_policy_that_moves_the_head_gives_the_same_views_through_the_graph_and_offline(graph, library):
+    """``viewpoint`` tilts the head with its decisions: through the lockstep service it must reach the
+    bridge's camera exactly as it reaches the in-process backend's."""
+    client, clients, _, _ = graph
+    lib, standing = _motions(library)
+    humans, placements, pose, _ = _episode(lib, [("target", standing[0], 3.6, 2.8, math.pi)], (1.5, 2.5, 0.0))
+    assert client.load(SCENE, pose.x, pose.y, pose.yaw, humans=humans).success
+    status, res, _ = call(clients[AcquireObservation],
+                          AcquireObservation.Goal(episode_id="head", clip_frames=10, max_actions=60, policy="viewpoint"))
+    backend = BACKENDS.create("mujoco")
+    policy = create_policy("viewpoint", BlazePose)
+    try:
+        backend.load(load_scene(SCENE), pose, tuple(placements))
+        grid, origin = backend.navigable.occupancy_grid(0.05)
+        info = EpisodeInfo.make(grid, origin, 0.05, (pose.x, pose.y, pose.yaw), backend.navigable.radius, None)
+        off = run_active(SimulatedRobot(backend), info, policy, 10, max_actions=60)
+    finally:
+        policy.close()
+        backend.close()
+    assert status == GoalStatus.STATUS_SUCCEEDED and res.outcome == off.outcome == "handoff", res.message
+    assert [(p.x, p.y, p.theta) for p in res.trajectory] == [(x, y, th) for _, x, y, th in off.log.trajectory]
+    ros_poses = np.stack([matrix_from_pose_msg(p) for p in res.clip_camera_poses])
+    assert np.allclose(ros_poses, off.clip.camera_poses, atol=1e-6)
+    tilts = -np.arcsin(ros_poses[:, 2, 2])  # + looks down: the head framed the person 2 m away (0.09 rad)
+    assert (tilts > 0.05).all(), tilts
 
 
 def test_stage_actions_search_handoff_follow(graph, library):

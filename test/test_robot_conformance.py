@@ -133,6 +133,13 @@ def _acquires(tmp_path: Path, flags: list[str], policy: str | None = None) -> No
         cmds = _commands(log)
         assert cmds and cmds[-1]["v"] == 0.0 and cmds[-1]["w"] == 0.0, cmds[-3:]  # left stopped
         assert g.poll() == {"nav": None, "perception": None}
+        heads = [r for r in map(json.loads, log.read_text().splitlines()) if "head" in r]
+        if policy == "viewpoint":  # it frames the person: the head is told to look down at them (the stand-in's
+            assert heads, "no head command"  # head stays level, and the policy still hands off)
+        for h in heads:  # what a joint trajectory controller takes: both head joints, one point, in the limits
+            assert h["head"] == ["head_pan_joint", "head_tilt_joint"] and len(h["positions"]) == 1, h
+            pan, tilt = h["positions"][0]
+            assert pan == 0.0 and -0.76 <= tilt <= 1.45 and h["seconds"] == [0.25], h
 
 
 def test_an_acquisition_ends_in_a_handoff_with_every_habit_at_once(tmp_path):

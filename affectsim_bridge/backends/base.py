@@ -30,7 +30,7 @@ from affectsim_core.camera import CameraIntrinsics
 from affectsim_core.episode import MAX_PHASE_S
 from affectsim_core.errors import InvalidInput
 from affectsim_core.geometry import Pose2D, Transform, wrap_angle
-from affectsim_core.protocol import FORWARD_M, STEP_SECONDS, TURN_RAD
+from affectsim_core.protocol import FORWARD_M, HEAD_PAN_LIMITS, HEAD_SPEED, HEAD_TILT_LIMITS, STEP_SECONDS, TURN_RAD
 from affectsim_core.ros.topics import OPTICAL_FRAME
 
 REST_POSE = np.zeros(len(DOFS))  # standing, arms relaxed at the sides
@@ -140,6 +140,16 @@ def check_people(nav: NavigableSpace, scene_id: str, robot: Pose2D, humans: tupl
                                f"({gap:.2f} m)")
 
 
+def check_head(joint: str, value: float, clip: bool = False) -> float:
+    """``value`` (rad) of head joint ``joint`` ("head_pan" or "head_tilt") as a float; raises
+    :class:`InvalidInput` naming it unless finite and (without ``clip``) within the joint's limits."""
+    lo, hi = HEAD_PAN_LIMITS if joint == "head_pan" else HEAD_TILT_LIMITS
+    v = float(value)
+    if not math.isfinite(v) or (not clip and not lo <= v <= hi):
+        raise InvalidInput(joint, value, f"a finite angle in rad{'' if clip else f' within [{lo}, {hi}]'}")
+    return v
+
+
 class SimulatorBackend(abc.ABC):
     """Abstract world. Subclasses implement loading, rendering, ray casting and link poses."""
 
@@ -147,6 +157,8 @@ class SimulatorBackend(abc.ABC):
 
     def __init__(self, robot: RobotConfig | None = None) -> None:
         self.robot = robot or RobotConfig()
+        self.head_home = (self.robot.head_pan, self.robot.head_tilt)  # rad: the head at every episode's start
+        self.head_goal: tuple[float, float] | None = None  # rad (pan, tilt) the head moves toward; None: still
         self.scene: Scene | None = None
         self.navigable: NavigableSpace | None = None
         self.pose = Pose2D(0.0, 0.0, 0.0)
@@ -223,6 +235,8 @@ class SimulatorBackend(abc.ABC):
             )
         check_people(self.navigable, scene.id, robot_pose, humans)
         self.pose = Pose2D(robot_pose.x, robot_pose.y, wrap_angle(robot_pose.yaw))
+        self.robot.head_pan, self.robot.head_tilt = self.head_home
+        self.head_goal = None
         self.humans = tuple(humans)
         self.sim_time = 0.0
         self.reactions = (Reactions(self.humans, self.navigable, self.line_of_sight, self.pose, int(reaction_seed))
@@ -267,6 +281,7 @@ class SimulatorBackend(abc.ABC):
             sign = 1.0 if action == Action.TURN_LEFT else -1.0
             self.pose = Pose2D(p.x, p.y, wrap_angle(p.yaw + sign * TURN_RAD))
         self.sim_time += STEP_SECONDS
+        self._move_head(STEP_SECONDS)
         self._advance_people()
         self._sync()
         return MoveResult(self.pose, clipped, dist, self.sim_time)
@@ -285,6 +300,7 @@ class SimulatorBackend(abc.ABC):
         dist = float(np.linalg.norm(end - p.xy))
         self.pose = Pose2D(float(end[0]), float(end[1]), wrap_angle(p.yaw + rotation))
         self.sim_time += STEP_SECONDS
+        self._move_head(STEP_SECONDS)
         self._advance_people()
         self._sync()
         return MoveResult(self.pose, clipped, dist, self.sim_time)
@@ -309,6 +325,7 @@ class SimulatorBackend(abc.ABC):
         dist = float(np.linalg.norm(end - p.xy))
         self.pose = Pose2D(float(end[0]), float(end[1]), wrap_angle(p.yaw + w * dt))
         self.sim_time += dt
+        self._move_head(dt)
         self._advance_people()
         self._sync()
         return MoveResult(self.pose, clipped, dist, self.sim_time)
@@ -332,17 +349,36 @@ class SimulatorBackend(abc.ABC):
         self._sync()
 
     def set_head(self, pan: float | None = None, tilt: float | None = None) -> None:
-        """Point the head (rad); values are clipped to Fetch joint limits."""
+        """Put the head at once (rad; clipped to the Fetch joint limits): privileged views. A robot's
+        head moves through :meth:`point_head`."""
         if pan is not None:
-            if not math.isfinite(pan):
-                raise InvalidInput("head_pan", pan, "a finite angle in rad")
-            self.robot.head_pan = max(-1.57, min(1.57, pan))
+            self.robot.head_pan = min(max(check_head("head_pan", pan, clip=True), HEAD_PAN_LIMITS[0]), HEAD_PAN_LIMITS[1])
         if tilt is not None:
-            if not math.isfinite(tilt):
-                raise InvalidInput("head_tilt", tilt, "a finite angle in rad")
-            self.robot.head_tilt = max(-0.76, min(1.45, tilt))
+            self.robot.head_tilt = min(max(check_head("head_tilt", tilt, clip=True), HEAD_TILT_LIMITS[0]),
+                                       HEAD_TILT_LIMITS[1])
         if self.scene is not None:
             self._sync()
+
+    def point_head(self, pan: float | None = None, tilt: float | None = None) -> None:
+        """Command the head toward ``pan`` / ``tilt`` (rad, within the Fetch limits; None keeps that joint's
+        present goal): it moves at :data:`HEAD_SPEED` as sim time advances (at most 0.39 rad per
+        lockstep action). Raises :class:`InvalidInput` naming the joint for a value outside its limits."""
+        goal = self.head_goal or (self.robot.head_pan, self.robot.head_tilt)
+        self.head_goal = (goal[0] if pan is None else check_head("head_pan", pan),
+                          goal[1] if tilt is None else check_head("head_tilt", tilt))
+
+    def _move_head(self, dt: float) -> None:
+        """Advance the head ``dt`` s toward :attr:`head_goal` at :data:`HEAD_SPEED`."""
+        if self.head_goal is None:
+            return
+        step, r = HEAD_SPEED * dt, self.robot
+
+        def toward(now: float, goal: float) -> float:
+            return goal if abs(goal - now) <= step else now + math.copysign(step, goal - now)
+
+        r.head_pan, r.head_tilt = toward(r.head_pan, self.head_goal[0]), toward(r.head_tilt, self.head_goal[1])
+        if (r.head_pan, r.head_tilt) == self.head_goal:
+            self.head_goal = None
 
     def head_camera_pose(self) -> Transform:
         """Head camera optical frame in ``map``."""

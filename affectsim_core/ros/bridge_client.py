@@ -260,9 +260,11 @@ class BridgeClient:
                 raise TimeoutError(f"service {name} not available within {timeout:.0f} s (is the bridge running?)")
 
     # ------------------------------------------------------------------ services
-    def apply(self, action: int, timeout: float = 30.0) -> ApplyAction.Response:
-        """Apply one lockstep action (applied once even if the request is sent again)."""
-        req = ApplyAction.Request(action=int(action), request_id=next(self._ids))
+    def apply(self, action: int, timeout: float = 30.0, head_tilt: float | None = None) -> ApplyAction.Response:
+        """Apply one lockstep action (applied once even if the request is sent again), pointing the head
+        toward ``head_tilt`` (rad, + looks down) first when given."""
+        req = ApplyAction.Request(action=int(action), request_id=next(self._ids), point_head=head_tilt is not None,
+                                  head_tilt=0.0 if head_tilt is None else float(head_tilt))
         return calls.call(self._step, req, timeout, SERVICES["apply_action"])
 
     def load(self, scene: str, x: float, y: float, yaw: float, humans: list[dict] | None = None,

@@ -7,6 +7,7 @@ exist only in simulation (services, privileged ground truth) or belong to this p
 from __future__ import annotations
 
 OPTICAL_FRAME = "head_camera_rgb_optical_frame"  # the head camera's optical frame (REP-103: z forward)
+HEAD_JOINTS = ("head_pan_joint", "head_tilt_joint")  # the Fetch head's joints, in a head command's order
 
 TOPICS: dict[str, str] = {
     "rgb": "/head_camera/rgb/image_raw",
@@ -20,6 +21,7 @@ TOPICS: dict[str, str] = {
     "map": "/map",
     "clock": "/clock",
     "cmd_vel": "/cmd_vel",
+    "head_command": "/head_controller/joint_trajectory",  # ros2_control joint trajectory controller's topic
     "person_detections": "/affectsim/person_detections",
     "gt_robot": "/affectsim/ground_truth/robot_pose",  # privileged
     "gt_humans": "/affectsim/ground_truth/humans",  # privileged

@@ -101,6 +101,7 @@ RECORDED: dict[str, Recorded] = {  # keys of affectsim_core.ros.topics.TOPICS
     "odom": Recorded("nav_msgs/msg/Odometry", sensor=True),
     "map": Recorded("nav_msgs/msg/OccupancyGrid", latched=True),
     "cmd_vel": Recorded("geometry_msgs/msg/Twist", None),
+    "head_command": Recorded("trajectory_msgs/msg/JointTrajectory", None),  # its header is 0: "start now"
     "person_detections": Recorded("affectsim_interfaces/msg/PersonDetections"),
 }
 WRITTEN = {MARKERS_TOPIC: "visualization_msgs/msg/MarkerArray", CLIP_TOPIC: "sensor_msgs/msg/Image",

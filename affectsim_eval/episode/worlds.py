@@ -121,6 +121,9 @@ class SimulatedRobot:
     def apply(self, action: Action) -> MoveResult:
         return self.backend.apply_action(action)
 
+    def point_head(self, tilt: float) -> None:
+        self.backend.point_head(tilt=tilt)
+
     def observe(self, step: int) -> Observation:
         with self.times("render"):
             f = self.backend.render_head_camera()
