@@ -160,12 +160,13 @@ def test_every_reward_conforms(small_data, name):
     ("reward", {"reward": "speed"}), ("recognizer", {"recognizer": "oracle"}), ("detector", {"detector": "eyes"}),
     ("image_size", {"image_size": (0, 10)}), ("image_size", {"image_size": (1280, 960)}),
     ("max_actions", {"max_actions": 0}), ("data_dir", {"data_dir": "/nonexistent"}),
+    ("head", {"head": "nod"}), ("head", {"head": "frame", "detector": None}),
 ])
 def test_bad_arguments_are_refused_in_one_line_naming_them(small_data, field, kwargs):
     with pytest.raises(InvalidInput) as e:
         ActiveObservationEnv(**{"data_dir": small_data[0], **kwargs})
     msg = str(e.value)
-    assert e.value.field == field and "\n" not in msg and "expected" in msg and repr(next(iter(kwargs.values())))[:6] in msg
+    assert e.value.field == field and "\n" not in msg and "expected" in msg and repr(kwargs[field])[:6] in msg
 
 
 def test_bad_actions_and_episode_ids_are_refused(env):
@@ -201,3 +202,22 @@ def test_the_trained_example_policy_acts_on_what_the_environment_shows(env):
     finally:
         u.drive(None)
         POLICIES._entries.pop("ppo", None)
+
+
+def test_with_head_frame_each_step_tilts_the_head_toward_the_located_person(small_data):
+    """A student of the ``viewpoint`` teacher gets its head: the head looks down at the person located
+    from the detector, and the camera the agent sees through moves with it (at most 0.39 rad a step)."""
+    env = ActiveObservationEnv(split="test", max_actions=8, data_dir=small_data[0], head="frame")
+    try:
+        for seed in range(len(env.episodes)):
+            env.reset(seed=seed)
+            if DETECTORS.create(DETECTOR).detect(np.asarray(env.active.obs.rgb)) is not None:
+                break
+        else:
+            pytest.skip("no episode of the small data shows its person at the start")
+        pitch = lambda: -math.asin(float(env.active.obs.camera_pose[2, 2]))  # noqa: E731  + looks down
+        assert pitch() == pytest.approx(0.0, abs=1e-9)
+        env.step(int(Action.STOP))
+        assert 0.0 < pitch() <= 1.57 * 0.25 + 1e-9
+    finally:
+        env.close()

@@ -26,6 +26,7 @@ gets the evaluator's trajectory. Spaces: :mod:`affectsim_eval.gym.spaces`; rewar
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Mapping
@@ -40,7 +41,7 @@ from affectsim_core.clips import clip_times, sample_indices
 from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.observation import EpisodeInfo, Observation
-from affectsim_core.person_tracking import DETECTORS
+from affectsim_core.person_tracking import DETECTORS, locate
 from affectsim_core.protocol import FAMILIES, MAX_ACTIONS, MAX_PLANNER_CALLS, PAPER_FAMILIES, SPLITS, Outcome
 from affectsim_core.record import EpisodeRecord
 from affectsim_eval.dataset.episodes import load_split
@@ -54,12 +55,14 @@ from affectsim_eval.gym.spaces import (CAMERA_SIZE, DEFAULT_IMAGE_SIZE, HANDOFF,
 from affectsim_eval.run.config import DATA_DIR, MAX_BUDGET, EvalData
 from affectsim_eval.run.runner import DETECTOR
 from affectsim_nav.active import ActiveEpisode
+from affectsim_nav.head import HeadPointer
 from affectsim_nav.planner import GridPlanner
 from affectsim_nav.policy import Decision, Policy
 from affectsim_perception.recognizers import RECOGNIZERS
 from affectsim_perception.recognizers.base import Prediction
 
 DEFAULT_RECOGNIZER = "pose-temporal"  # the frozen recognizer the rewards and the final info use
+HEAD_MODES = ("level", "frame")  # how the head moves under step(): never, or framing the located person
 
 
 class Commanded(Policy):
@@ -136,7 +139,9 @@ class ActiveObservationEnv(gym.Env):
     person detector of the observation's ``detection`` (None: zeros); ``image_size``: (width, height)
     px of ``rgb`` and ``depth``; ``max_actions`` / ``max_planner_calls``: the acquisition budget;
     ``record``: put the evaluator's record in the last step's info (renders the passive settings: slow);
-    ``data_dir``: holds motions/, scenes/, episodes/."""
+    ``head``: "level" (the head never moves under :meth:`step`) or "frame" (each :meth:`step` tilts it to
+    frame the detector's located person, as the ``viewpoint`` policy does: a student of that teacher
+    gets its head); ``data_dir``: holds motions/, scenes/, episodes/."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 4}
 
@@ -145,7 +150,7 @@ class ActiveObservationEnv(gym.Env):
                  detector: str | None = DETECTOR, image_size: tuple[int, int] = DEFAULT_IMAGE_SIZE,
                  max_actions: int = MAX_ACTIONS, max_planner_calls: int = MAX_PLANNER_CALLS, record: bool = False,
                  data_dir: str | Path = DATA_DIR, backend: str = DEFAULT_BACKEND,
-                 render_mode: str | None = None) -> None:
+                 render_mode: str | None = None, head: str = "level") -> None:
         if split not in SPLITS:
             raise InvalidInput("split", split, f"one of {', '.join(SPLITS)}")
         if family is not None and family not in FAMILIES:
@@ -167,6 +172,10 @@ class ActiveObservationEnv(gym.Env):
             raise InvalidInput("max_planner_calls", max_planner_calls, f"0..{MAX_BUDGET}")
         if backend not in BACKENDS:
             raise InvalidInput("backend", backend, f"one of {', '.join(BACKENDS.names())}")
+        if head not in HEAD_MODES:
+            raise InvalidInput("head", head, f"one of {', '.join(HEAD_MODES)}")
+        if head == "frame" and detector is None:
+            raise InvalidInput("head", head, "'level' without a detector (framing needs the person located)")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise InvalidInput("render_mode", render_mode, f"None or one of {self.metadata['render_modes']}")
         root = Path(data_dir)
@@ -180,6 +189,7 @@ class ActiveObservationEnv(gym.Env):
         self.split, self.family, self.humans, self.image_size = split, family, humans, size
         self.max_actions, self.max_planner_calls, self.record, self.render_mode = (
             max_actions, max_planner_calls, record, render_mode)
+        self.head = head
         self.observation_space = observation_space(size)
         self.action_space = action_space()
         self.data = EvalData(root)
@@ -248,6 +258,7 @@ class ActiveObservationEnv(gym.Env):
         self.episode_info = episode_info(ep, self.world.backend.navigable)
         self._map = map_observation(self.episode_info)
         self.commanded.pending = None
+        self._pointer = HeadPointer()
         self.active = ActiveEpisode(SimulatedRobot(self.world.backend), self.episode_info, self.commanded,
                                     self.max_actions, self.max_planner_calls, stream_until=self._stream_until)
         self.active.fix_clip(self.n_clip)
@@ -264,7 +275,17 @@ class ActiveObservationEnv(gym.Env):
             decision = Decision(Action.STOP, stage="follow", handoff=True)
         else:
             decision = Decision(Action(a), stage="follow" if handed_off else "search")
+        if self.head == "frame":
+            tilt = self._frame(self.active.obs)
+            decision = decision if tilt is None else replace(decision, head_tilt=tilt)
         return self._advance(decision)
+
+    def _frame(self, obs: Observation) -> float | None:
+        """The head tilt framing the detector's located person (:class:`HeadPointer`: where last seen for
+        a while without one, then level), or None when the head already points there."""
+        det = self.detector.detect(np.asarray(obs.rgb))
+        person = None if det is None else locate(det, obs)
+        return self._pointer.command(obs.camera_pose, obs.step, None if person is None else person.xy)
 
     def drive(self, policy: Policy | None) -> None:
         """Let a registered :class:`Policy` decide (:meth:`step_policy`) from the next ``reset`` on: it gets
