@@ -1,6 +1,6 @@
 """The ``viewpoint`` policy's parts: the body axis from 3-D keypoints (and how well it is estimated on
-rendered people), the handoff from the distance read best, three-quarter viewpoints in sight, other
-people kept out of the line of sight."""
+rendered people), three-quarter viewpoints in sight, other people kept out of the line of sight, and
+the head framing the person (the framing itself: test_head.py)."""
 
 import math
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from affectsim_core.observation import EpisodeInfo, Observation
-from affectsim_core.person_tracking import Person, PersonDetection
+from affectsim_core.person_tracking import PersonDetection
 from affectsim_nav.planner import GridPlanner
-from affectsim_nav.viewpoint import (ANGLE_WEIGHT_M, HANDOFF_BAND, MAX_REPOSITIONS, ViewpointPolicy, body_axis_in_map,
-                                    three_quarter)
+from affectsim_nav.head import framing_tilt
+from affectsim_nav.viewpoint import ANGLE_WEIGHT_M, ViewpointPolicy, body_axis_in_map, three_quarter
 
 # a head camera at the map origin looking along map +x: optical x (right) = map -y, optical y (down) = map -z
 CAMERA = np.array([[0.0, 0.0, 1.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, -1.0, 0.0, 1.1], [0.0, 0.0, 0.0, 1.0]])
@@ -133,12 +133,6 @@ def test_a_three_quarter_viewpoint_is_worth_at_most_the_angle_weight_of_path():
     assert abs(math.remainder(view[2] - math.atan2(person[1] - view[1], person[0] - view[0]), 2 * math.pi)) < 1e-9
 
 
-def test_a_viewpoint_too_far_along_the_path_is_not_taken():
-    person = (5.0, 5.0)
-    assert _policy(_room())._approach(_obs(5.0, 1.5), person, max_path=0.1) is None
-    assert _policy(_room())._approach(_obs(5.0, 1.5), person, max_path=2.0) is not None
-
-
 def test_a_viewpoint_behind_a_wall_is_not_chosen():
     person = (5.0, 5.0)
     policy = _policy(_room(wall_x=6.5), axis=0.0)  # on their +x side a wall from y 1 to 9 m
@@ -156,17 +150,10 @@ def test_another_person_is_kept_off_the_line_of_sight_and_away_from_the_robot():
     assert sight[1]
 
 
-def _seen_at(distance: float) -> Person:
-    det = PersonDetection(np.zeros((33, 2)), np.ones(33), (0.0, 0.0, 1.0, 1.0), np.zeros((33, 3)))
-    return Person((5.0, 5.0), distance, 0.0, 13, (0.5,) * 3, (0.5,) * 3, det)
-
-
-def test_the_handoff_waits_for_the_distance_read_best_a_bounded_number_of_times():
-    policy, start = _policy(_room()), _obs(5.0, 1.2)
-    assert policy._before_handoff(start, _seen_at(sum(HANDOFF_BAND) / 2)) is None  # in the band: hand off now
-    for _ in range(MAX_REPOSITIONS):  # 3.8 m away: a viewpoint in the approach band first
-        decision = policy._before_handoff(start, _seen_at(3.8))
-        assert decision is not None and decision.goal is not None and policy.to_view
-        assert 1.8 - 0.1 <= math.dist(decision.goal[:2], (5.0, 5.0)) <= 2.3 + 0.1
-        policy.on_goal_result(True)
-    assert policy._before_handoff(start, _seen_at(3.8)) is None  # then the baseline's handoff, as it is
+def test_the_head_frames_the_tracked_person_with_one_command():
+    policy, obs = _policy(_room()), _obs(2.0, 5.0)
+    policy.handed_off, policy.track = True, (4.2, 5.0)  # following a person 2.2 m ahead
+    policy._target = lambda o: None  # the detector misses them this step
+    first = policy.act(obs)
+    assert first.head_tilt == pytest.approx(framing_tilt(obs.camera_pose, (4.2, 5.0)))
+    assert policy.act(obs).head_tilt is None  # already pointing there: nothing sent again
