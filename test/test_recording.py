@@ -181,7 +181,12 @@ def test_a_robot_session_is_recorded_without_ground_truth(tmp_path):
                                      timeout=300)
         finally:
             standin.send_signal(signal.SIGINT)
-            standin.wait(10)
+            try:
+                standin.wait(10)
+            except subprocess.TimeoutExpired:  # never leave it running for the tests after this one
+                standin.kill()
+                standin.wait(10)
+                raise
     assert obs.returncode == 0, obs.stdout + obs.stderr
     rec = read(tmp_path / "rec" / "standin")
     for key in (*SENSOR, "cmd_vel"):
