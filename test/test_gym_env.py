@@ -206,7 +206,8 @@ def test_the_trained_example_policy_acts_on_what_the_environment_shows(env):
 
 def test_with_head_frame_each_step_tilts_the_head_toward_the_located_person(small_data):
     """A student of the ``viewpoint`` teacher gets its head: the head looks down at the person located
-    from the detector, and the camera the agent sees through moves with it (at most 0.39 rad a step)."""
+    from the detector, and the camera the agent sees through moves with it (at most 0.39 rad a step);
+    the detector runs once a step."""
     env = ActiveObservationEnv(split="test", max_actions=8, data_dir=small_data[0], head="frame")
     try:
         for seed in range(len(env.episodes)):
@@ -217,7 +218,10 @@ def test_with_head_frame_each_step_tilts_the_head_toward_the_located_person(smal
             pytest.skip("no episode of the small data shows its person at the start")
         pitch = lambda: -math.asin(float(env.active.obs.camera_pose[2, 2]))  # noqa: E731  + looks down
         assert pitch() == pytest.approx(0.0, abs=1e-9)
+        calls, detect = [], env.detector.detect
+        env.detector.detect = lambda rgb: calls.append(1) or detect(rgb)
         env.step(int(Action.STOP))
         assert 0.0 < pitch() <= 1.57 * 0.25 + 1e-9
+        assert len(calls) == 1  # the framing reuses the observation's detection: one detector run a step
     finally:
         env.close()

@@ -41,7 +41,7 @@ from affectsim_core.clips import clip_times, sample_indices
 from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
 from affectsim_core.observation import EpisodeInfo, Observation
-from affectsim_core.person_tracking import DETECTORS, locate
+from affectsim_core.person_tracking import DETECTORS, Person, PersonDetection
 from affectsim_core.protocol import FAMILIES, MAX_ACTIONS, MAX_PLANNER_CALLS, PAPER_FAMILIES, SPLITS, Outcome
 from affectsim_core.record import EpisodeRecord
 from affectsim_eval.dataset.episodes import load_split
@@ -50,8 +50,8 @@ from affectsim_eval.episode.passive import episode_info, p_init_views, placement
 from affectsim_eval.episode.streams import is_evolving, stream_times
 from affectsim_eval.episode.worlds import Acquisition, InProcessEvalWorld, SimulatedRobot, acquisition
 from affectsim_eval.gym.rewards import REWARDS, Reward
-from affectsim_eval.gym.spaces import (CAMERA_SIZE, DEFAULT_IMAGE_SIZE, HANDOFF, action_space, detection_features,
-                                       map_observation, observation_space, resize_depth, resize_rgb)
+from affectsim_eval.gym.spaces import (CAMERA_SIZE, DEFAULT_IMAGE_SIZE, HANDOFF, action_space, detect_person,
+                                       detection_features, map_observation, observation_space, resize_depth, resize_rgb)
 from affectsim_eval.run.config import DATA_DIR, MAX_BUDGET, EvalData
 from affectsim_eval.run.runner import DETECTOR
 from affectsim_nav.active import ActiveEpisode
@@ -202,6 +202,7 @@ class ActiveObservationEnv(gym.Env):
         self.active: ActiveEpisode | None = None
         self._ep: Episode | None = None
         self._final: dict[str, Prediction] = {}
+        self._detected: tuple[PersonDetection | None, Person | None] = (None, None)  # of the last observation
 
     # ------------------------------------------------------------------ the privileged state rewards read
     @property
@@ -283,8 +284,7 @@ class ActiveObservationEnv(gym.Env):
     def _frame(self, obs: Observation) -> float | None:
         """The head tilt framing the detector's located person (:class:`HeadPointer`: where last seen for
         a while without one, then level), or None when the head already points there."""
-        det = self.detector.detect(np.asarray(obs.rgb))
-        person = None if det is None else locate(det, obs)
+        person = self._detected[1]  # obs's detection, made once for the observation's features
         return self._pointer.command(obs.camera_pose, obs.step, None if person is None else person.xy)
 
     def drive(self, policy: Policy | None) -> None:
@@ -316,6 +316,7 @@ class ActiveObservationEnv(gym.Env):
 
     def _observation(self) -> dict[str, np.ndarray]:
         obs, log = self.active.obs, self.active.log
+        self._detected = detect_person(self.detector, obs)
         handed = log.handoff_step is not None
         used = log.handoff_step if handed else len(log.actions)
         status = np.array([float(handed), 1.0 - min(used, self.max_actions) / self.max_actions,
@@ -324,7 +325,7 @@ class ActiveObservationEnv(gym.Env):
         return {"rgb": resize_rgb(obs.rgb, self.image_size), "depth": resize_depth(obs.depth, self.image_size),
                 "pose": np.array([x, y, math.atan2(math.sin(yaw), math.cos(yaw))], np.float32),
                 "map": self._map[0].copy(), "map_origin": self._map[1].copy(),
-                "detection": detection_features(self.detector, obs), "status": status}
+                "detection": detection_features(self.detector, obs, self._detected), "status": status}
 
     def _info(self) -> dict[str, Any]:
         return {"target_description": self.episode_info.target_description or ""}

@@ -36,7 +36,7 @@ from PIL import Image
 
 from affectsim_core.actions import Action
 from affectsim_core.observation import EpisodeInfo, Observation
-from affectsim_core.person_tracking import BODY, PersonDetector, locate
+from affectsim_core.person_tracking import BODY, Person, PersonDetection, PersonDetector, locate
 
 HANDOFF = len(Action)  # the action after the primitives: declare the stable handoff (and STOP)
 N_ACTIONS = HANDOFF + 1
@@ -77,13 +77,22 @@ def detection_high() -> np.ndarray:
     return np.array([1, 1, math.pi, DEPTH_MAX_M, 1, 1, 1, 1, 1], np.float32)
 
 
-def detection_features(detector: PersonDetector | None, obs: Observation) -> np.ndarray:
+def detect_person(detector: PersonDetector | None, obs: Observation) -> tuple[PersonDetection | None, Person | None]:
+    """The frozen detector's most prominent person in ``obs`` and where depth locates them (``map``);
+    (None, None) without a person or a detector, (detection, None) when depth does not locate them."""
+    det = None if detector is None else detector.detect(np.asarray(obs.rgb))
+    return det, None if det is None else locate(det, obs)
+
+
+def detection_features(detector: PersonDetector | None, obs: Observation,
+                       detected: tuple[PersonDetection | None, Person | None] | None = None) -> np.ndarray:
     """The frozen detector's most prominent person in ``obs`` as 9 numbers: detected (0/1), located
     by depth (0/1), bearing (rad, + left of the optical axis), horizontal distance from the camera
     (m), box x0, y0, x1, y1 (shares of the image width and height), share of the 13 body keypoints
-    visible; zeros where there is no person (or no detector), bearing and distance 0 where not located."""
+    visible; zeros where there is no person (or no detector), bearing and distance 0 where not located.
+    ``detected``: :func:`detect_person`'s answer for ``obs`` when the caller has it (not detected again)."""
     out = np.zeros(DETECTION_SIZE, np.float32)
-    det = None if detector is None else detector.detect(np.asarray(obs.rgb))
+    det, person = detect_person(detector, obs) if detected is None else detected
     if det is None:
         return out
     h, w = obs.rgb.shape[:2]
@@ -91,7 +100,6 @@ def detection_features(detector: PersonDetector | None, obs: Observation) -> np.
     out[0] = 1.0
     out[4:8] = np.clip([x0 / w, y0 / h, x1 / w, y1 / h], 0.0, 1.0)
     out[8] = float((det.visibility[list(BODY)] > 0.5).mean())
-    person = locate(det, obs)
     if person is not None:
         out[1:4] = 1.0, person.bearing, min(person.distance, DEPTH_MAX_M)
     return out
