@@ -39,8 +39,8 @@ import numpy as np
 
 from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.person_tracking import Person, PersonDetection
-from affectsim_nav.baseline import CONSISTENT_M, FrontierSearchPolicy
-from affectsim_nav.head import HeadPointer
+from affectsim_nav.baseline import CONSISTENT_M, FrontierSearchPolicy, _sighting
+from affectsim_nav.head import BODY_TOP_M, HeadPointer, body_top, fit_distance, vertical_fov
 from affectsim_nav.planner import GridPlanner
 from affectsim_nav.policy import POLICIES, Decision
 
@@ -52,6 +52,8 @@ ANGLE_WEIGHT_M = 1.0  # m of path worth a three-quarter view instead of the fron
 SOCIAL_MARGIN_M = 1.0  # m kept from another person seen (robot centre to their located position)
 SIGHT_CLEARANCE_M = 0.35  # m another person must stand off the line of sight
 SIGHT_SHORT_M = 0.3  # m before the person where the line of sight check stops (they are not on the map)
+FIT_MARGIN_RAD = math.radians(4.0)  # of the vertical field of view kept free when judging whether a body fits
+STEP_BACK_BAND_M = 0.6  # m beyond the fit distance where a step back may end
 
 
 def body_axis_in_map(det: PersonDetection, camera_pose: np.ndarray) -> float | None:
@@ -82,9 +84,14 @@ class ViewpointPolicy(FrontierSearchPolicy):
     def reset(self, info: EpisodeInfo, planner: GridPlanner) -> None:
         super().reset(info, planner)
         self.votes: list[float] = []  # body-axis estimates of the tracked person (rad, map, modulo pi)
+        self.tops: list[float] = []  # top-of-head heights of that person (m above the floor)
         self.voted_at: tuple[float, float] | None = None  # where that person was when last voted for
         self.others: list[tuple[float, float]] = []  # other people seen (map), never the target
         self.head = HeadPointer()
+        self.stepped_back = False  # a step back was taken (once an episode)
+        self.backing = False  # a step back is under way
+        self.view_of: tuple[float, float] | None = None  # the person (map) the current goal is a viewpoint of
+        self.arrived_for: tuple[float, float] | None = None  # that goal was just reached: the person to turn to
 
     # ------------------------------------------------------------------ perception
     def _target(self, obs: Observation) -> Person | None:
@@ -94,12 +101,20 @@ class ViewpointPolicy(FrontierSearchPolicy):
             self.others = others + [o for o in self.others if min(math.dist(o, n) for n in others) > CONSISTENT_M]
         if target is not None:
             if self.voted_at is not None and math.dist(self.voted_at, target.xy) > CONSISTENT_M:
-                self.votes = []  # someone else, or the same person gone elsewhere: start again
+                self.votes, self.tops = [], []  # someone else, or the same person gone elsewhere: start again
+            self.voted_at = target.xy
             a = body_axis_in_map(target.detection, obs.camera_pose)
             if a is not None:
                 self.votes = (self.votes + [a])[-AXIS_VOTES:]
-                self.voted_at = target.xy
+            top = body_top(target.detection, obs)
+            if top is not None:
+                self.tops = (self.tops + [top])[-AXIS_VOTES:]
         return target
+
+    def top(self) -> float:
+        """The tracked person's top of the head (m above the floor): the median of the recent
+        measurements, :data:`~affectsim_nav.head.BODY_TOP_M` before any."""
+        return float(np.median(self.tops)) if self.tops else BODY_TOP_M
 
     def axis(self) -> float | None:
         """The tracked person's body axis (rad, map, modulo pi) when the recent estimates agree, else None
@@ -111,25 +126,59 @@ class ViewpointPolicy(FrontierSearchPolicy):
 
     # ------------------------------------------------------------------ decisions
     def act(self, obs: Observation) -> Decision:
-        decision = super().act(obs)
-        person = self.track if self.handed_off else None if decision.sighting is None else decision.sighting.xy
-        tilt = self.head.command(obs.camera_pose, obs.step, person)  # nobody now: the last one for a while
+        if self.arrived_for is not None:  # at a viewpoint of a person: turn to them, not look around
+            self.last_seen, self.look_turns, self.arrived_for = (self.arrived_for, obs.step), 0, None
+        if self.backing:  # a step back under way (the base would stop it to centre the person): go on
+            self._update_seen(obs)
+            target = self._target(obs)
+            decision = Decision.CONTINUE
+            person = None if target is None else target.xy
+        else:
+            decision = super().act(obs)
+            if decision.goal is not None:
+                self.view_of = self.goal_person if decision.stage == "handoff" else None
+            person = self.track if self.handed_off else None if decision.sighting is None else decision.sighting.xy
+        # nobody seen now (person None): the head stays on the last one for a while
+        tilt = self.head.command(obs.camera_pose, obs.step, person, self.top(), vertical_fov(obs))
         return decision if tilt is None else replace(decision, head_tilt=tilt)
+
+    def _before_handoff(self, obs: Observation, target: Person) -> Decision | None:
+        """Step back first when the person is too near for the whole body to fit in the image
+        (:func:`~affectsim_nav.head.fit_distance` of their measured height, less :data:`FIT_MARGIN_RAD`): to
+        the nearest viewpoint :data:`STEP_BACK_BAND_M` beyond that distance, once an episode."""
+        if self.stepped_back:
+            return None
+        fit = fit_distance(float(obs.camera_pose[2, 3]), self.top(), vertical_fov(obs) - FIT_MARGIN_RAD)
+        if target.distance >= fit:
+            return None
+        self.stepped_back = True
+        goal = self._approach(obs, target.xy, (fit, fit + STEP_BACK_BAND_M))
+        if goal is None:
+            return None
+        self.goal, self.goal_person, self.view_of, self.backing = goal, target.xy, target.xy, True
+        return Decision(goal=goal, stage="handoff", sighting=_sighting(target))
+
+    def on_goal_result(self, reached: bool) -> None:
+        if reached and self.view_of is not None:
+            self.arrived_for = self.view_of
+        self.backing, self.view_of = False, None
+        super().on_goal_result(reached)
 
     def _avoid(self, person: tuple[float, float]) -> tuple[tuple[float, float, float], ...]:
         return ((person[0], person[1], self.person_clearance), *((x, y, SOCIAL_MARGIN_M) for x, y in self.others))
 
-    def _approach(self, obs: Observation, person: tuple[float, float]) -> tuple[float, float, float] | None:
-        """The viewpoint :attr:`approach_band` from ``person`` with the least path length minus
-        :data:`ANGLE_WEIGHT_M` x :func:`three_quarter`, in sight of the person, around every person seen
-        (one planner call)."""
+    def _approach(self, obs: Observation, person: tuple[float, float],
+                  band: tuple[float, float] | None = None) -> tuple[float, float, float] | None:
+        """The viewpoint ``band`` (m; default :attr:`approach_band`) from ``person`` with the least path
+        length minus :data:`ANGLE_WEIGHT_M` x :func:`three_quarter`, in sight of the person, around every
+        person seen (one planner call)."""
         p = self.planner
         field = p.plan_from(obs.pose[:2], avoid=self._avoid(person))
         if field is None:
             return None
         gx, gy = p.centres()
         d = np.hypot(gx - person[0], gy - person[1])
-        lo, hi = self.approach_band
+        lo, hi = band or self.approach_band
         ok = (d >= lo) & (d <= hi) & p.traversable & np.isfinite(field.dist)
         for i, j in self.failed_goals:  # viewpoints that could not be reached
             ok[max(0, i - 3):i + 4, max(0, j - 3):j + 4] = False
@@ -153,7 +202,7 @@ class ViewpointPolicy(FrontierSearchPolicy):
         info = self.info  # the map at full resolution: the planning grid may step over a thin wall
         vx, vy = person[0] - xs, person[1] - ys
         length = np.hypot(vx, vy)
-        t = np.linspace(0.0, 1.0, max(2, int(math.ceil(self.approach_band[1] / (info.resolution / 2)))))
+        t = np.linspace(0.0, 1.0, max(2, int(math.ceil(float(length.max(initial=0.0)) / (info.resolution / 2)))))
         frac = np.clip((length - SIGHT_SHORT_M) / np.maximum(length, 1e-9), 0.0, 1.0)[:, None] * t[None, :]
         px, py = xs[:, None] + vx[:, None] * frac, ys[:, None] + vy[:, None] * frac
         h, w = info.occupancy.shape

@@ -1,6 +1,7 @@
 """The ``viewpoint`` policy's parts: the body axis from 3-D keypoints (and how well it is estimated on
-rendered people), three-quarter viewpoints in sight, other people kept out of the line of sight, and
-the head framing the person (the framing itself: test_head.py)."""
+rendered people), three-quarter viewpoints in sight, other people kept out of the line of sight, the
+head framing the person (the framing itself: test_head.py), and the step back from a person too near
+for the whole body."""
 
 import math
 
@@ -8,10 +9,15 @@ import numpy as np
 import pytest
 
 from affectsim_core.observation import EpisodeInfo, Observation
-from affectsim_core.person_tracking import PersonDetection
+from affectsim_core.actions import Action
+from affectsim_core.person_tracking import Person, PersonDetection
+from affectsim_nav.baseline import HANDOFF_STEPS
+from affectsim_nav.executor import heading_to
+from affectsim_nav.head import BODY_TOP_M, fit_distance, framing_tilt, vertical_fov
 from affectsim_nav.planner import GridPlanner
-from affectsim_nav.head import framing_tilt
-from affectsim_nav.viewpoint import ANGLE_WEIGHT_M, ViewpointPolicy, body_axis_in_map, three_quarter
+from affectsim_nav.policy import Decision
+from affectsim_nav.viewpoint import (ANGLE_WEIGHT_M, FIT_MARGIN_RAD, STEP_BACK_BAND_M, ViewpointPolicy,
+                                     body_axis_in_map, three_quarter)
 
 # a head camera at the map origin looking along map +x: optical x (right) = map -y, optical y (down) = map -z
 CAMERA = np.array([[0.0, 0.0, 1.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, -1.0, 0.0, 1.1], [0.0, 0.0, 0.0, 1.0]])
@@ -157,3 +163,38 @@ def test_the_head_frames_the_tracked_person_with_one_command():
     first = policy.act(obs)
     assert first.head_tilt == pytest.approx(framing_tilt(obs.camera_pose, (4.2, 5.0)))
     assert policy.act(obs).head_tilt is None  # already pointing there: nothing sent again
+
+
+def _person(xy, robot_xy) -> Person:
+    det = PersonDetection(np.zeros((33, 2)), np.ones(33), (0.0, 0.0, 1.0, 1.0), np.zeros((33, 3)))
+    return Person(xy, math.dist(xy, robot_xy), 0.0, 13, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5), det)
+
+
+def test_a_person_too_near_for_the_whole_body_is_stepped_back_from_once_then_faced():
+    """Three stable sightings 1.4 m away (a standing adult fits from about 2.2 m): instead of the
+    handoff a viewpoint beyond the fit distance; the step back goes on while the person is in sight;
+    on arrival the robot turns to them rather than looking around; the next time it hands off."""
+    policy, person = _policy(_room()), (3.4, 5.0)
+    camera = CAMERA.copy()
+    camera[:2, 3] = 2.0, 5.0  # 1.1 m up, looking along +x at the person
+    f = 2.0 / math.tan(math.radians(46.83) / 2)  # the Fetch head camera's field of view on a 4 x 4 image
+    start = Observation.make(np.zeros((4, 4, 3), np.uint8), np.ones((4, 4), np.float32), (f, f, 2.0, 2.0), camera,
+                             (2.0, 5.0, 0.0), 0.0, 0)
+    policy._target = lambda o: _person(person, o.pose[:2])
+    decisions = [policy.act(start) for _ in range(HANDOFF_STEPS)]
+    assert not any(d.handoff for d in decisions)
+    goal = decisions[-1].goal
+    fit = fit_distance(1.1, BODY_TOP_M, vertical_fov(start) - FIT_MARGIN_RAD)
+    assert 2.0 < fit < 2.6
+    assert goal is not None and fit <= math.dist(goal[:2], person) <= fit + STEP_BACK_BAND_M + 0.1, goal
+    assert policy.act(start) is Decision.CONTINUE  # still in sight: the base alone would stop to centre them
+    policy.on_goal_result(True)
+    away = Observation.make(start.rgb, start.depth, start.intrinsics, start.camera_pose, (goal[0], goal[1], 2.0),
+                            0.0, 40)  # long after the person was last seen, facing away from them
+    policy._target = lambda o: None
+    turn = policy.act(away)
+    toward = Action.TURN_LEFT if heading_to(away.pose, person) > 0 else Action.TURN_RIGHT
+    assert (turn.action, turn.stage) == (toward, "handoff")  # not the search's look-around
+    policy._target = lambda o: _person(person, o.pose[:2])
+    last = [policy.act(start) for _ in range(HANDOFF_STEPS)][-1]
+    assert last.handoff  # once an episode: the person is then observed from where they are seen

@@ -55,7 +55,7 @@ from affectsim_eval.gym.spaces import (CAMERA_SIZE, DEFAULT_IMAGE_SIZE, HANDOFF,
 from affectsim_eval.run.config import DATA_DIR, MAX_BUDGET, EvalData
 from affectsim_eval.run.runner import DETECTOR
 from affectsim_nav.active import ActiveEpisode
-from affectsim_nav.head import HeadPointer
+from affectsim_nav.head import BODY_TOP_M, HeadPointer, body_top, vertical_fov
 from affectsim_nav.planner import GridPlanner
 from affectsim_nav.policy import Decision, Policy
 from affectsim_perception.recognizers import RECOGNIZERS
@@ -284,8 +284,10 @@ class ActiveObservationEnv(gym.Env):
     def _frame(self, obs: Observation) -> float | None:
         """The head tilt framing the detector's located person (:class:`HeadPointer`: where last seen for
         a while without one, then level), or None when the head already points there."""
-        person = self._detected[1]  # obs's detection, made once for the observation's features
-        return self._pointer.command(obs.camera_pose, obs.step, None if person is None else person.xy)
+        det, person = self._detected  # obs's detection, made once for the observation's features
+        top = None if det is None else body_top(det, obs)
+        return self._pointer.command(obs.camera_pose, obs.step, None if person is None else person.xy,
+                                     BODY_TOP_M if top is None else top, vertical_fov(obs))
 
     def drive(self, policy: Policy | None) -> None:
         """Let a registered :class:`Policy` decide (:meth:`step_policy`) from the next ``reset`` on: it gets
