@@ -80,6 +80,7 @@ class ViewpointPolicy(FrontierSearchPolicy):
     """The baseline choosing its view: see the module docstring."""
 
     approach_band = (1.8, 2.3)  # m from the located person: the distance read best (2-2.5 m from the camera)
+    step_back = False  # the view-quality stop: no handoff before stepping back from a person too near to fit
 
     def reset(self, info: EpisodeInfo, planner: GridPlanner) -> None:
         super().reset(info, planner)
@@ -143,10 +144,11 @@ class ViewpointPolicy(FrontierSearchPolicy):
         return decision if tilt is None else replace(decision, head_tilt=tilt)
 
     def _before_handoff(self, obs: Observation, target: Person) -> Decision | None:
-        """Step back first when the person is too near for the whole body to fit in the image
-        (:func:`~affectsim_nav.head.fit_distance` of their measured height, less :data:`FIT_MARGIN_RAD`): to
-        the nearest viewpoint :data:`STEP_BACK_BAND_M` beyond that distance, once an episode."""
-        if self.stepped_back:
+        """With :attr:`step_back`, step back first when the person is too near for the whole body to fit in
+        the image (:func:`~affectsim_nav.head.fit_distance` of their measured height, less
+        :data:`FIT_MARGIN_RAD`): to a viewpoint up to :data:`STEP_BACK_BAND_M` beyond that distance, once an
+        episode."""
+        if not self.step_back or self.stepped_back:
             return None
         fit = fit_distance(float(obs.camera_pose[2, 3]), self.top(), vertical_fov(obs) - FIT_MARGIN_RAD)
         if target.distance >= fit:
@@ -221,3 +223,12 @@ def three_quarter(axis: float, person: tuple[float, float], viewer):
     dx, dy = np.asarray(viewer[0], float) - person[0], np.asarray(viewer[1], float) - person[1]
     off = np.abs(np.remainder(np.arctan2(dy, dx) - axis + math.pi / 2, math.pi) - math.pi / 2)  # [0, pi/2]
     return 1.0 - np.abs(off - math.pi / 4) / (math.pi / 4)
+
+
+@POLICIES.register("viewpoint-fit")
+class FitViewpointPolicy(ViewpointPolicy):
+    """``viewpoint`` with the view-quality stop: three stable sightings hand off only when the person's
+    whole body fits in the image from there; a person nearer is first stepped back from, once an episode
+    (:meth:`ViewpointPolicy._before_handoff`)."""
+
+    step_back = True

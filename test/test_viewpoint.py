@@ -16,8 +16,8 @@ from affectsim_nav.executor import heading_to
 from affectsim_nav.head import BODY_TOP_M, fit_distance, framing_tilt, vertical_fov
 from affectsim_nav.planner import GridPlanner
 from affectsim_nav.policy import Decision
-from affectsim_nav.viewpoint import (ANGLE_WEIGHT_M, FIT_MARGIN_RAD, STEP_BACK_BAND_M, ViewpointPolicy,
-                                     body_axis_in_map, three_quarter)
+from affectsim_nav.viewpoint import (ANGLE_WEIGHT_M, FIT_MARGIN_RAD, STEP_BACK_BAND_M, FitViewpointPolicy,
+                                     ViewpointPolicy, body_axis_in_map, three_quarter)
 
 # a head camera at the map origin looking along map +x: optical x (right) = map -y, optical y (down) = map -z
 CAMERA = np.array([[0.0, 0.0, 1.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, -1.0, 0.0, 1.1], [0.0, 0.0, 0.0, 1.0]])
@@ -112,8 +112,8 @@ def _room(wall_x: float | None = None) -> EpisodeInfo:
     return EpisodeInfo.make(occ, (0.0, 0.0), 0.05, (2.0, 5.0, 0.0), 0.3)
 
 
-def _policy(info: EpisodeInfo, axis=None, others=()) -> ViewpointPolicy:
-    policy = ViewpointPolicy(detector=None)
+def _policy(info: EpisodeInfo, axis=None, others=(), cls=ViewpointPolicy) -> ViewpointPolicy:
+    policy = cls(detector=None)
     policy.reset(info, GridPlanner(info))
     if axis is not None:
         policy.votes = [axis, axis]
@@ -174,7 +174,7 @@ def test_a_person_too_near_for_the_whole_body_is_stepped_back_from_once_then_fac
     """Three stable sightings 1.4 m away (a standing adult fits from about 2.2 m): instead of the
     handoff a viewpoint beyond the fit distance; the step back goes on while the person is in sight;
     on arrival the robot turns to them rather than looking around; the next time it hands off."""
-    policy, person = _policy(_room()), (3.4, 5.0)
+    policy, person = _policy(_room(), cls=FitViewpointPolicy), (3.4, 5.0)
     camera = CAMERA.copy()
     camera[:2, 3] = 2.0, 5.0  # 1.1 m up, looking along +x at the person
     f = 2.0 / math.tan(math.radians(46.83) / 2)  # the Fetch head camera's field of view on a 4 x 4 image
@@ -198,3 +198,6 @@ def test_a_person_too_near_for_the_whole_body_is_stepped_back_from_once_then_fac
     policy._target = lambda o: _person(person, o.pose[:2])
     last = [policy.act(start) for _ in range(HANDOFF_STEPS)][-1]
     assert last.handoff  # once an episode: the person is then observed from where they are seen
+    plain = _policy(_room())  # viewpoint itself hands off where the baseline does
+    plain._target = lambda o: _person(person, o.pose[:2])
+    assert [plain.act(start) for _ in range(HANDOFF_STEPS)][-1].handoff
