@@ -19,7 +19,9 @@ from affectsim_core.colours import COLOURS
 from affectsim_core.observation import Observation
 from affectsim_core.registry import Registry
 
-TORSO = (11, 12, 23, 24)  # BlazePose: shoulders, hips
+SHOULDERS = (11, 12)  # BlazePose: left, right shoulder
+TORSO = (*SHOULDERS, 23, 24)  # BlazePose: shoulders, hips
+INWARD = 0.15  # share of the way to the torso centre where depth is sampled (not on the silhouette's edge)
 BODY = (0, 11, 12, 13, 14, 15, 16, 23, 24, 25, 26, 27, 28)  # nose, arms, hips, legs
 
 
@@ -83,7 +85,7 @@ def locate(det: PersonDetection, obs: Observation) -> Person | None:
     # torso keypoints and the torso centre; depth is sampled a few pixels inward to avoid the silhouette edge
     pts = np.vstack([kp[sel], kp[list(TORSO)].mean(0, keepdims=True)])
     centre = pts[-1]
-    pts = pts + 0.15 * (centre - pts)
+    pts = pts + INWARD * (centre - pts)
     world = obs.backproject(pts[:, 0], pts[:, 1])
     world = world[np.isfinite(world).all(axis=1)]
     if len(world) == 0:

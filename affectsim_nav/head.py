@@ -15,7 +15,7 @@ import numpy as np
 
 from affectsim_core.camera import FETCH_HEAD_VFOV_DEG
 from affectsim_core.observation import Observation
-from affectsim_core.person_tracking import PersonDetection
+from affectsim_core.person_tracking import INWARD, SHOULDERS, TORSO, PersonDetection
 from affectsim_core.protocol import HEAD_TILT_LIMITS
 from affectsim_nav.baseline import LOST_STEPS
 
@@ -27,20 +27,18 @@ TOP_MARGIN_RAD = math.radians(2.0)  # kept between the top of the head and the i
 RETARGET_RAD = math.radians(2.0)  # a new tilt differing less than this from the last command is not sent
 HOLD_STEPS = LOST_STEPS  # steps a person out of sight stays framed where last seen (as the baseline looks for them)
 HEAD_VFOV = math.radians(FETCH_HEAD_VFOV_DEG)  # rad: the Fetch head camera's vertical field of view
-SHOULDERS = (11, 12)  # BlazePose: left, right shoulder
-HIPS = (23, 24)
 
 
 def body_top(det: PersonDetection, obs: Observation) -> float | None:
     """Height (m above the floor, ``map`` z) of the top of the detected person's head: the shoulders
-    located by depth plus :data:`SHOULDER_TO_TOP_M`, clamped to :data:`TOP_RANGE_M`. None when no
-    shoulder is visible (visibility > 0.5) with depth, or the hips are not detected (the person is
-    then too little seen to tell a seated from a standing one)."""
+    located by depth (sampled :data:`~affectsim_core.person_tracking.INWARD` of the way toward the
+    torso's centre line, sideways only: not lower) plus :data:`SHOULDER_TO_TOP_M`, clamped to
+    :data:`TOP_RANGE_M`. None when no shoulder is visible (visibility > 0.5) with depth."""
     seen = [k for k in SHOULDERS if det.visibility[k] > 0.5]
     if not seen:
         return None
     u, v = det.keypoints[seen, 0], det.keypoints[seen, 1]
-    u = u + 0.15 * (float(det.keypoints[list(SHOULDERS + HIPS), 0].mean()) - u)  # inward, not down: on the body
+    u = u + INWARD * (float(det.keypoints[list(TORSO), 0].mean()) - u)  # inward, not down: on the body
     z = obs.backproject(u, v)[:, 2]
     z = z[np.isfinite(z)]
     if len(z) == 0:

@@ -10,11 +10,13 @@ and adds:
 
 - **the head framing the whole body** (:class:`~affectsim_nav.head.HeadPointer`): every decision
   while a person is tracked, sighted or recently seen tilts the head so that the span from the floor to
-  the top of a standing adult's head is centred in the image; level while searching. On 480 val
-  episodes this alone raised the group's A-Obs by 3.4 points [-0.1, +6.6] and E-SPL@1 by 3.9 [+0.8, +7.1]
+  the top of the person's head (measured by depth, :func:`~affectsim_nav.head.body_top`) is centred in
+  the image, or, when it cannot fit, the head stays in it; level while searching. On 480 val episodes
+  the head alone raised the group's A-Obs by 3.4 points [-0.1, +6.6] and E-SPL@1 by 3.9 [+0.8, +7.1]
   over the baseline; moving into a 1.6-2.5 m band before the handoff (this policy until then) gave
   +2.4 / -2.4 with the head and +2.6 / -4.1 without it: the extra path bought nothing the head did
   not (docs/observation.md);
+- **the person faced on arriving** at a viewpoint of them (the baseline looks around instead);
 - **viewpoints chosen by predicted evidence** (:meth:`ViewpointPolicy._approach`, wherever the baseline
   approaches a person seen too far or too occluded): among the reachable cells
   :attr:`ViewpointPolicy.approach_band` from the person with a clear line of sight (on the map, and past
@@ -25,6 +27,9 @@ and adds:
   and back are not told apart (BlazePose puts the chest on the wrong side in a quarter of rendered views);
 - **every person planned around**: other people seen (the second person of a dyadic episode) are kept
   :data:`SOCIAL_MARGIN_M` away and must not stand in the line of sight.
+
+``viewpoint-fit`` (:class:`FitViewpointPolicy`) adds the view-quality stop: no handoff to a person too
+near for the whole body to fit before stepping back from them (once an episode).
 
 Only the robot's observation, the map and the dyadic target description are used (no recognizer).
 The constants were chosen on the val split (``affectsim bench policies --split val``).
@@ -38,13 +43,12 @@ from dataclasses import replace
 import numpy as np
 
 from affectsim_core.observation import EpisodeInfo, Observation
-from affectsim_core.person_tracking import Person, PersonDetection
+from affectsim_core.person_tracking import SHOULDERS, Person, PersonDetection
 from affectsim_nav.baseline import CONSISTENT_M, FrontierSearchPolicy, _sighting
 from affectsim_nav.head import BODY_TOP_M, HeadPointer, body_top, fit_distance, vertical_fov
 from affectsim_nav.planner import GridPlanner
 from affectsim_nav.policy import POLICIES, Decision
 
-SHOULDERS = (11, 12)  # BlazePose: left, right shoulder
 MIN_SHOULDER_M = 0.12  # m: a shoulder line shorter than this (in the floor plane) gives no direction
 AXIS_VOTES = 6  # sightings averaged for the body axis
 MIN_AGREEMENT = 0.5  # mean resultant length of the doubled-angle votes below which the axis is not trusted
@@ -86,10 +90,10 @@ class ViewpointPolicy(FrontierSearchPolicy):
         super().reset(info, planner)
         self.votes: list[float] = []  # body-axis estimates of the tracked person (rad, map, modulo pi)
         self.tops: list[float] = []  # top-of-head heights of that person (m above the floor)
-        self.voted_at: tuple[float, float] | None = None  # where that person was when last voted for
+        self.voted_at: tuple[float, float] | None = None  # where that person was last sighted
         self.others: list[tuple[float, float]] = []  # other people seen (map), never the target
         self.head = HeadPointer()
-        self.stepped_back = False  # a step back was taken (once an episode)
+        self.stepped_back = False  # a step back was considered (once an episode)
         self.backing = False  # a step back is under way
         self.view_of: tuple[float, float] | None = None  # the person (map) the current goal is a viewpoint of
         self.arrived_for: tuple[float, float] | None = None  # that goal was just reached: the person to turn to
@@ -133,11 +137,16 @@ class ViewpointPolicy(FrontierSearchPolicy):
             self._update_seen(obs)
             target = self._target(obs)
             decision = Decision.CONTINUE
-            person = None if target is None else target.xy
+            person = None
+            if target is not None:
+                person, self.last_seen = target.xy, (target.xy, obs.step)
+                decision = replace(decision, sighting=_sighting(target))
         else:
+            lost = self.last_seen  # the base forgets where a lost person was when it plans a view of there
             decision = super().act(obs)
-            if decision.goal is not None:
-                self.view_of = self.goal_person if decision.stage == "handoff" else None
+            if decision.goal is not None:  # a viewpoint of the person sighted, or of where one was lost
+                self.view_of = (None if decision.stage != "handoff" else decision.sighting.xy
+                                if decision.sighting is not None else None if lost is None else lost[0])
             person = self.track if self.handed_off else None if decision.sighting is None else decision.sighting.xy
         # nobody seen now (person None): the head stays on the last one for a while
         tilt = self.head.command(obs.camera_pose, obs.step, person, self.top(), vertical_fov(obs))
@@ -154,7 +163,9 @@ class ViewpointPolicy(FrontierSearchPolicy):
         if target.distance >= fit:
             return None
         self.stepped_back = True
-        goal = self._approach(obs, target.xy, (fit, fit + STEP_BACK_BAND_M))
+        ahead = math.dist(obs.camera_pose[:2, 3], obs.pose[:2])  # m the camera sits ahead of the base (fit is
+        # from the camera, the viewpoints from the base)
+        goal = self._approach(obs, target.xy, (fit + ahead, fit + ahead + STEP_BACK_BAND_M))
         if goal is None:
             return None
         self.goal, self.goal_person, self.view_of, self.backing = goal, target.xy, target.xy, True

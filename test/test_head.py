@@ -133,7 +133,7 @@ def test_the_head_pointer_sends_a_new_tilt_only_when_it_differs_and_holds_a_pers
     assert head.command(cam, 2 + HOLD_STEPS + 1, None) == 0.0  # then level
     assert head.command(cam, 2 + HOLD_STEPS + 2, None) is None
     assert HeadPointer().command(cam, 0, None) == 0.0  # the first command goes out even when it is level
-    seated = HeadPointer()  # a person's measured top and the camera's field of view are used, and held
+    seated = HeadPointer()  # a person's measured top and the camera's field of view are used; the top is held
     tilt = seated.command(cam, 0, (1.6, 0.0), top_m=1.3, vfov=1.0)
     assert tilt == pytest.approx(framing_tilt(cam, (1.6, 0.0), 1.3, 1.0))
     assert seated.command(camera(1.1, 0.3), 1, None) is None  # the head turned, the framing is the same

@@ -133,7 +133,7 @@ def test_a_policy_that_moves_the_head_gives_the_same_views_through_the_graph_and
     bridge's camera exactly as it reaches the in-process backend's."""
     client, clients, _, _ = graph
     lib, standing = _motions(library)
-    humans, placements, pose, _ = _episode(lib, [("target", standing[0], 3.6, 2.8, math.pi)], (1.5, 2.5, 0.0))
+    humans, placements, pose, _ = _episode(lib, [("target", standing[0], 4.3, 2.8, math.pi)], (1.5, 2.5, 0.0))
     assert client.load(SCENE, pose.x, pose.y, pose.yaw, humans=humans).success
     status, res, _ = call(clients[AcquireObservation],
                           AcquireObservation.Goal(episode_id="head", clip_frames=10, max_actions=60, policy="viewpoint"))
@@ -151,8 +151,8 @@ def test_a_policy_that_moves_the_head_gives_the_same_views_through_the_graph_and
     assert [(p.x, p.y, p.theta) for p in res.trajectory] == [(x, y, th) for _, x, y, th in off.log.trajectory]
     ros_poses = np.stack([matrix_from_pose_msg(p) for p in res.clip_camera_poses])
     assert np.allclose(ros_poses, off.clip.camera_poses, atol=1e-6)
-    tilts = -np.arcsin(ros_poses[:, 2, 2])  # + looks down: the head framed the person 2 m away (0.09 rad)
-    assert (tilts > 0.05).all(), tilts
+    tilts = -np.arcsin(ros_poses[:, 2, 2])  # + looks down: the head framed the person 2.8 m away (~0.06 rad;
+    assert (tilts > 0.03).all(), tilts  # nearer than ~2.2 m a standing body does not fit and the head stays level)
 
 
 def test_stage_actions_search_handoff_follow(graph, library):

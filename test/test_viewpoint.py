@@ -8,14 +8,13 @@ import math
 import numpy as np
 import pytest
 
-from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.actions import Action
+from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.person_tracking import Person, PersonDetection
 from affectsim_nav.baseline import HANDOFF_STEPS
 from affectsim_nav.executor import heading_to
 from affectsim_nav.head import BODY_TOP_M, fit_distance, framing_tilt, vertical_fov
 from affectsim_nav.planner import GridPlanner
-from affectsim_nav.policy import Decision
 from affectsim_nav.viewpoint import (ANGLE_WEIGHT_M, FIT_MARGIN_RAD, STEP_BACK_BAND_M, FitViewpointPolicy,
                                      ViewpointPolicy, body_axis_in_map, three_quarter)
 
@@ -187,7 +186,8 @@ def test_a_person_too_near_for_the_whole_body_is_stepped_back_from_once_then_fac
     fit = fit_distance(1.1, BODY_TOP_M, vertical_fov(start) - FIT_MARGIN_RAD)
     assert 2.0 < fit < 2.6
     assert goal is not None and fit <= math.dist(goal[:2], person) <= fit + STEP_BACK_BAND_M + 0.1, goal
-    assert policy.act(start) is Decision.CONTINUE  # still in sight: the base alone would stop to centre them
+    going = policy.act(start)  # still in sight: the base alone would stop to centre them
+    assert going.keep_going and going.sighting is not None and going.sighting.xy == person
     policy.on_goal_result(True)
     away = Observation.make(start.rgb, start.depth, start.intrinsics, start.camera_pose, (goal[0], goal[1], 2.0),
                             0.0, 40)  # long after the person was last seen, facing away from them
@@ -201,3 +201,21 @@ def test_a_person_too_near_for_the_whole_body_is_stepped_back_from_once_then_fac
     plain = _policy(_room())  # viewpoint itself hands off where the baseline does
     plain._target = lambda o: _person(person, o.pose[:2])
     assert [plain.act(start) for _ in range(HANDOFF_STEPS)][-1].handoff
+
+
+def test_a_viewpoint_of_a_person_lost_from_view_ends_facing_where_they_were():
+    """Lost from view, the person is looked for where last seen, then a viewpoint of that place is
+    planned; arriving there the robot turns to that place (not to the viewpoint it stands on)."""
+    policy, person = _policy(_room()), (6.0, 5.0)
+    policy._target = lambda o: None
+    policy.last_seen = (person, 0)  # seen at step 0 straight ahead, lost since
+    start = _obs(2.0, 5.0)
+    goal = policy.act(start).goal
+    assert goal is not None and 1.8 - 0.1 <= math.dist(goal[:2], person) <= 2.3 + 0.1, goal
+    policy.on_goal_result(True)
+    there = Observation.make(start.rgb, start.depth, start.intrinsics, start.camera_pose,
+                             (goal[0] + 0.1, goal[1], math.pi / 2), 0.0, 30)  # just past the goal, facing +y
+    turn = policy.act(there)
+    assert heading_to(there.pose, person) < 0 < heading_to(there.pose, goal[:2])  # the two lie on opposite sides
+    toward = Action.TURN_LEFT if heading_to(there.pose, person) > 0 else Action.TURN_RIGHT
+    assert (turn.action, turn.stage) == (toward, "handoff")
