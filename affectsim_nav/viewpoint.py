@@ -144,9 +144,10 @@ class ViewpointPolicy(FrontierSearchPolicy):
         else:
             lost = self.last_seen  # the base forgets where a lost person was when it plans a view of there
             decision = super().act(obs)
-            if decision.goal is not None:  # a viewpoint of the person sighted, or of where one was lost
-                self.view_of = (None if decision.stage != "handoff" else decision.sighting.xy
-                                if decision.sighting is not None else None if lost is None else lost[0])
+            if decision.goal is not None and decision.stage != "handoff":
+                self.view_of = None  # a search goal
+            elif decision.goal is not None:  # a viewpoint of the person sighted, or of where one was lost
+                self.view_of = decision.sighting.xy if decision.sighting else None if lost is None else lost[0]
             person = self.track if self.handed_off else None if decision.sighting is None else decision.sighting.xy
         # nobody seen now (person None): the head stays on the last one for a while
         tilt = self.head.command(obs.camera_pose, obs.step, person, self.top(), vertical_fov(obs))
