@@ -164,12 +164,12 @@ class ViewpointPolicy(FrontierSearchPolicy):
         if target.distance >= fit:
             return None
         self.stepped_back = True
-        ahead = math.dist(obs.camera_pose[:2, 3], obs.pose[:2])  # m the camera sits ahead of the base (fit is
-        # from the camera, the viewpoints from the base)
+        # fit is from the camera, the viewpoints are for the base: add how far the camera sits ahead of it (m)
+        ahead = math.dist(obs.camera_pose[:2, 3], obs.pose[:2])
         goal = self._approach(obs, target.xy, (fit + ahead, fit + ahead + STEP_BACK_BAND_M))
         if goal is None:
             return None
-        self.goal, self.goal_person, self.view_of, self.backing = goal, target.xy, target.xy, True
+        self.goal, self.goal_person, self.backing = goal, target.xy, True  # act() notes whom it is a view of
         return Decision(goal=goal, stage="handoff", sighting=_sighting(target))
 
     def on_goal_result(self, reached: bool) -> None:
