@@ -59,10 +59,13 @@ def test_per_bench_defaults_and_checked_values(capsys):
     assert parse(["bench", "pace", "--factors", "3,1.5,3"]).factors == (1.5, 3.0)
     assert parse(["bench", "policies"]).policies == ("baseline", "viewpoint")
     assert parse(["bench", "policies", "--policies", "stay, baseline,stay"]).policies == ("stay", "baseline")
+    assert parse(["bench", "policies"]).humans == "scripted"
+    assert parse(["bench", "policies", "--humans", "reactive"]).humans == "reactive"
     for bad in (["bench", "nav", "--episodes", "0"], ["bench", "transfer", "--repeats", "-1"],
                 ["bench", "social", "--workers", "x"], ["bench", "pace", "--factors", "1"],
                 ["bench", "pace", "--factors", "2,nan"], ["bench", "full", "--graphs", "0"],
-                ["bench", "policies", "--policies", "baseline"], ["bench", "policies", "--policies", "baseline,nope"]):
+                ["bench", "policies", "--policies", "baseline"], ["bench", "policies", "--policies", "baseline,nope"],
+                ["bench", "policies", "--humans", "calm"]):
         with pytest.raises(SystemExit) as exit_:
             parse(bad)
         assert exit_.value.code == 2
@@ -105,17 +108,26 @@ def test_the_largest_pace_within_the_spread_at_factor_1(faster, largest):
 def test_the_policies_table_puts_each_policy_beside_the_first():
     from affectsim_ros.benches.policies import table
 
-    def run(a_obs, families):
-        return {"n": 4, "group": {"p_init": 0.4, "p_ref": 0.5, "p_mon": 0.2, "a_obs": a_obs}, "group_ogr": 0.5,
-                "group_recovery": 0.3, "group_e_spl": {1.0: 0.25},
+    def run(a_obs, families, social=None):
+        return {"n": 4, "models": ["pose"], "group": {"p_init": 0.4, "p_ref": 0.5, "p_mon": 0.2, "a_obs": a_obs},
+                "group_ogr": 0.5, "group_recovery": 0.3, "group_e_spl": {1: 0.25, 3: 0.5, 5: None},
+                "macro_f1": {"pose": {"a_obs": a_obs}},
                 "table6": {k: 1.0 for k in ("handoff_pct", "mean_path_m", "path_before_handoff_pct",
                                             "budget_exhausted_pct", "clipped_pct")},
-                "family": {f: {"n": 2, "a_obs": a_obs} for f in families}}
+                "family": {f: {"n": 2, "a_obs": a_obs} for f in families}, "social": social}
 
+    iv = {"estimate": 0.1, "low": -0.05, "high": 0.2, "undefined": 0.0, "se": 0.06}
     second = run(0.5, ["dyadic"])
-    second["vs_first"] = {k: {"estimate": 0.1, "low": -0.05, "high": 0.2, "undefined": 0.0, "units": 4, "resamples": 10}
-                          for k in ("a_obs", "e_spl_1")}
+    second["vs_first"] = {"a_obs": {"pose": iv, "group": iv}, "recovery": iv, "e_spl": {1: iv, 3: iv},
+                          "family": {"dyadic": {"n": 2, "a_obs": iv}}}
     text = table({"policies": ["baseline", "viewpoint"], "runs": {"baseline": run(0.4, ["dyadic", "action_grounded"]),
                                                                  "viewpoint": second}})
-    assert "A-Obs − baseline" in text and "| viewpoint | 4 | 30.0 | 25.0 | +10.0 [-5.0, +20.0] |" in text, text
-    assert "| viewpoint |  | 50.0 (n=2) |" in text, text  # a family the policy was not run on stays empty
+    assert "| viewpoint | 4 | 30.0 | 25.0 / 50.0 / – | +10.0 [-5.0, +20.0] | +10.0 [-5.0, +20.0] |" in text, text
+    assert "| viewpoint | 50.0 (+10.0 [-5.0, +20.0]) |" in text, text  # A-Obs per recognizer
+    assert "| viewpoint |  | 50.0 (n=2) +10.0 [-5.0, +20.0] |" in text, text  # a family the policy was not run on stays empty
+    assert "social" not in text  # scripted people: no social measures
+    social = {"n": 4, "noticed_pct": 50.0, "reacting_s": 1.0, "path_m": 0.5, "max_shift_m": 0.2, "min_gap_m": 0.9,
+              "intimate_pct": 0.0, "personal_pct": 12.0, "contacts": 1}
+    text = table({"policies": ["baseline", "viewpoint"], "runs": {"baseline": run(0.4, ["dyadic"], social),
+                                                                 "viewpoint": second}})
+    assert "| baseline | 4 | 50.0 | 1.0 | 0.50 | 0.20 | 0.90 | 0.0 | 12.0 | 1 |" in text, text

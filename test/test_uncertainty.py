@@ -106,3 +106,23 @@ def test_the_report_reads_its_verdicts_from_the_intervals():
     assert "## Intervals (95 %, paired bootstrap over episodes)" in text and "seed 0" in text
     assert "episodes to detect the observed" in text
     assert "**holds**" in validity(summarize(_run(600, 0.3, 0.6)))[2]
+
+
+def test_differences_between_two_runs_are_paired_and_equal_the_metrics():
+    """Two runs of the same episodes: each difference's estimate is that of the metrics; a run against itself
+    differs by exactly 0 on every resample; per family as on the whole; runs of other episodes are refused."""
+    from affectsim_core.errors import InvalidInput
+
+    first, other = _run(60, 0.3, 0.3, seed=1), _run(60, 0.3, 0.6, seed=2)
+    d = uncertainty.differences(first, other, ["a", "b"])
+    fa, fb = compute_all(first), compute_all(other)
+    want = fb["macro_f1"]["a"]["a_obs"] - fa["macro_f1"]["a"]["a_obs"]
+    assert d["a_obs"]["a"]["estimate"] == pytest.approx(want) and d["a_obs"][GROUP]["estimate"] == pytest.approx(want)
+    assert d["recovery"]["estimate"] == pytest.approx(fb["recovery_rate"]["a"] - fa["recovery_rate"]["a"])
+    assert d["e_spl"][1]["estimate"] == pytest.approx(fb["e_spl@1"]["a"]["value"] - fa["e_spl@1"]["a"]["value"])
+    assert d["a_obs"][GROUP]["low"] > 0.1  # a 30-point gain on 60 episodes
+    assert set(d["family"]) == {"action_grounded", "dyadic"} and d["family"]["dyadic"]["n"] == 30
+    same = uncertainty.differences(first, first, ["a", "b"])
+    assert (same["a_obs"][GROUP]["low"], same["a_obs"][GROUP]["high"]) == (0.0, 0.0)
+    with pytest.raises(InvalidInput, match="same episodes in the same order"):
+        uncertainty.differences(first, other[::-1], ["a", "b"])

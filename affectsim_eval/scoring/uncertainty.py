@@ -27,6 +27,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from affectsim_core.classification import label_indices
+from affectsim_core.errors import InvalidInput
 from affectsim_core.protocol import EMOTIONS, ESPL_RADII
 from affectsim_core.record import EpisodeRecord
 from affectsim_core.resampling import LEVEL, RESAMPLES, Interval, interval_of, stratified_weights
@@ -172,6 +173,38 @@ def intervals(records: Sequence[EpisodeRecord], models: Sequence[str], members: 
             g = {x: np.mean([sub.macro_f1(m, x) for m in models], axis=0) for x in settings}
             out["family"][fam] = {"n": int(sel.sum()),
                                   "gain": {x: _fields(g[x] - g["p_init"], int(sel.sum())) for x in GAINS if x in g}}
+    return out
+
+
+def differences(first: Sequence[EpisodeRecord], other: Sequence[EpisodeRecord], models: Sequence[str],
+                resamples: int = RESAMPLES, seed: int = SEED) -> dict:
+    """``other`` minus ``first``: two runs (e.g. two policies) on the same episodes, in the same order, compared
+    on one paired draw within each family. Returns dicts of interval fields (fractions): ``a_obs[rec]`` (A-Obs
+    Macro-F1 per recognizer and ``group``, the mean of ``models``), ``recovery`` and ``e_spl[radius]`` (the
+    group's), and ``family[family]`` (``n`` and the group's ``a_obs``)."""
+    ids = [r.episode_id for r in first]
+    if [r.episode_id for r in other] != ids:
+        raise InvalidInput("records", f"{len(first)} and {len(other)} episodes",
+                           "two runs of the same episodes in the same order")
+    if not models:
+        raise InvalidInput("models", list(models), "at least one trained recognizer")
+    w = stratified_weights([r.family for r in first], resamples, seed)
+    a, b = Paired(first, w), Paired(other, w)
+    n = len(ids)
+    f1 = {rec: b.macro_f1(rec, "a_obs") - a.macro_f1(rec, "a_obs") for rec in first[0].recognizers}
+    out = {"n": n, "resamples": resamples, "seed": seed, "level": LEVEL,
+           "a_obs": {rec: _fields(v, n) for rec, v in f1.items()},
+           "recovery": _fields(_nanmean([b.recovery(m) for m in models]) - _nanmean([a.recovery(m) for m in models]), n),
+           "e_spl": {r: _fields(_nanmean([b.e_spl(m, r) for m in models]) - _nanmean([a.e_spl(m, r) for m in models]), n)
+                     for r in ESPL_RADII if all(str(r) in x.d_star for x in first)},
+           "family": {}}
+    out["a_obs"][GROUP] = _fields(np.mean([f1[m] for m in models], axis=0), n)
+    fams = np.array([r.family for r in first])
+    for fam in sorted(set(fams)):
+        sel = fams == fam
+        sa, sb = a.subset(sel), b.subset(sel)
+        d = np.mean([sb.macro_f1(m, "a_obs") - sa.macro_f1(m, "a_obs") for m in models], axis=0)
+        out["family"][fam] = {"n": int(sel.sum()), "a_obs": _fields(d, int(sel.sum()))}
     return out
 
 

@@ -1,11 +1,15 @@
 """Policy benchmark (``affectsim bench policies``): active-observation policies side by side on the same
 episodes.
 
-The same stratified test episodes are evaluated in-process once per policy, each run its own results
-store under the work directory (a killed benchmark resumes), all sharing one passive cache: P-Init,
-P-Ref and P-Mon do not depend on the policy, so they are computed once. Printed: Table 3 with Table 6
-per policy; per policy against the first, the group A-Obs difference and the group E-SPL@1 difference
-with their 95 % paired bootstrap intervals over episodes; and group A-Obs per family.
+The same stratified episodes are evaluated in-process once per policy, each run its own results store under
+the work directory (a killed benchmark resumes), all sharing one passive cache: P-Init, P-Ref and P-Mon do
+not depend on the policy, so they are computed once. ``--humans reactive`` runs them among people who react
+to the robot (docs/reactive_humans.md), in stores of their own (``WORK/reactive/POLICY``).
+
+Printed: Table 3 with Table 6 per policy; then, per policy against the first, on one paired bootstrap draw
+within each family (:func:`~affectsim_eval.scoring.uncertainty.differences`, 95 % intervals): the group's
+A-Obs, Recovery and E-SPL@1/3/5 differences; A-Obs per recognizer; A-Obs per family; and with reactive
+people the social measures of all targets.
 """
 
 from __future__ import annotations
@@ -13,58 +17,62 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
-
+from affectsim_bridge.humans.reactive import HUMANS_MODES
 from affectsim_core.atomic import write_json
 from affectsim_core.errors import InvalidInput
-from affectsim_core.record import EpisodeRecord
+from affectsim_core.protocol import ESPL_RADII
 from affectsim_core.resampling import Interval
 from affectsim_eval.run.config import EvalConfig
-from affectsim_eval.run.report import REFERENCES, summarize
+from affectsim_eval.run.report import summarize
 from affectsim_eval.run.runner import run_eval
 from affectsim_eval.scoring import markdown as md
-from affectsim_eval.scoring.metrics import compute_all
+from affectsim_eval.scoring.uncertainty import GROUP, differences
 from affectsim_nav.policy import POLICIES
 from affectsim_ros.benches import add_dataset_options, add_out, bench
-from affectsim_ros.benches.transfer import TABLE6_COLUMNS, paired_difference, stored_records, table3_6
+from affectsim_ros.benches.social import SOCIAL_COLUMNS
+from affectsim_ros.benches.transfer import TABLE6_COLUMNS, stored_records, table3_6
 
 DEFAULT_POLICIES = ("baseline", "viewpoint")
 
 
-def _group_e_spl1(records: list[EpisodeRecord]) -> float:
-    """Group E-SPL@1 (fraction) of ``records``: the mean over the trained recognizers with a value."""
-    values = [v["value"] for n, v in compute_all(records, ["e_spl@1"])["e_spl@1"].items() if n not in REFERENCES]
-    return float(np.nanmean([np.nan if v is None else v for v in values]))
+def run_dir(work: Path, policy: str, humans: str = "scripted") -> Path:
+    """Where ``policy``'s store lies under ``work``: ``WORK/POLICY`` with scripted people, ``WORK/HUMANS/POLICY``
+    otherwise."""
+    return work / policy if humans == "scripted" else work / humans / policy
 
 
 def run(out: Path | None = None, policies: tuple[str, ...] = DEFAULT_POLICIES, episodes: int = 100,
         split: str = "test", work: Path | None = None, workers: int = 2, log=print,
-        allow_dataset_mismatch: bool = False) -> dict:
+        allow_dataset_mismatch: bool = False, humans: str = "scripted") -> dict:
     """Evaluate each policy on the same episodes (passive settings cached under the work directory)."""
     if len(policies) < 2 or any(p not in POLICIES for p in policies):
         raise InvalidInput("policies", list(policies), f"two or more of {', '.join(POLICIES.names())}")
+    if humans not in HUMANS_MODES:
+        raise InvalidInput("humans", humans, f"one of {', '.join(HUMANS_MODES)}")
     work = Path(work or "results/bench_policies")
-    res: dict = {"episodes": episodes, "split": split, "policies": list(policies), "runs": {}}
-    recs: dict[str, dict[str, EpisodeRecord]] = {}
+    res: dict = {"episodes": episodes, "split": split, "humans": humans, "policies": list(policies), "runs": {}}
+    recs = {}
     for policy in policies:
-        run_dir = work / policy
-        cfg = EvalConfig(split=split, episodes=episodes, policy=policy)
-        s = run_eval(run_dir, cfg, workers, log=log, allow_dataset_mismatch=allow_dataset_mismatch,
+        where = run_dir(work, policy, humans)
+        cfg = EvalConfig(split=split, episodes=episodes, policy=policy, humans=humans)
+        s = run_eval(where, cfg, workers, log=log, allow_dataset_mismatch=allow_dataset_mismatch,
                      passive_cache=str(work / "passive_cache"))
         log(f"[bench policies] {policy}: {s.done} evaluated, {s.skipped} already stored, {s.failed} failed, "
             f"{s.wall:.0f} s")
-        recs[policy] = stored_records(run_dir)
+        recs[policy] = stored_records(where)
         sm = summarize(list(recs[policy].values()))
-        res["runs"][policy] = {"n": sm["n"], "group": sm["group"], "group_ogr": sm["group_ogr"],
-                               "group_recovery": sm["group_recovery"], "group_e_spl": sm["group_e_spl"],
+        res["runs"][policy] = {"n": sm["n"], "models": sm["models"], "group": sm["group"],
+                               "group_ogr": sm["group_ogr"], "group_recovery": sm["group_recovery"],
+                               "group_e_spl": sm["group_e_spl"], "macro_f1": sm["macro_f1"],
                                "table6": {k: sm["table6"][k] for k in TABLE6_COLUMNS},
                                "family": {f: {"n": v["n"], "a_obs": v["group"].get("a_obs")}
-                                          for f, v in sm["family"].items()}}
+                                          for f, v in sm["family"].items()},
+                               "social": sm["social"].get("all")}
     first = policies[0]
     for policy in policies[1:]:
-        a, b = recs[first], recs[policy]
-        res["runs"][policy]["vs_first"] = {"a_obs": vars(paired_difference(a, b)),
-                                           "e_spl_1": vars(paired_difference(a, b, _group_e_spl1))}
+        ids = sorted(set(recs[first]) & set(recs[policy]))
+        res["runs"][policy]["vs_first"] = differences([recs[first][i] for i in ids], [recs[policy][i] for i in ids],
+                                                      res["runs"][first]["models"])
     log(table(res))
     if out is not None:
         write_json(Path(out), res, indent=1)
@@ -72,22 +80,46 @@ def run(out: Path | None = None, policies: tuple[str, ...] = DEFAULT_POLICIES, e
     return res
 
 
+def _diff(v: dict | None) -> str:
+    """A difference with its interval in points, or nothing (the first policy's own row)."""
+    return Interval(v["estimate"], v["low"], v["high"], v["undefined"], 0, 0).text(100) if v else ""
+
+
 def table(res: dict) -> str:
-    """Table 3 with Table 6 per policy, the differences to the first policy, and A-Obs per family (Markdown)."""
+    """Table 3 with Table 6 per policy, then against the first policy: the group's differences, A-Obs per
+    recognizer and per family, and the social measures with reactive people (Markdown)."""
     runs = res["runs"]
-    out = table3_6(runs, "policy")
     first = res["policies"][0]
+    out = table3_6(runs, "policy")
     rows = []
     for name, c in runs.items():
-        v = c.get("vs_first")
-        rows.append([name, c["n"], md.pct(c["group_recovery"]), md.pct(c["group_e_spl"][1.0]),
-                     Interval(**v["a_obs"]).text(100) if v else "", Interval(**v["e_spl_1"]).text(100) if v else ""])
-    out += ["", md.table(["policy", "n", "Recovery %", "E-SPL@1 %", f"A-Obs − {first}, 95 % CI (points)",
-                          f"E-SPL@1 − {first}, 95 % CI (points)"], rows)]
+        v = c.get("vs_first") or {}
+        rows.append([name, c["n"], md.pct(c["group_recovery"]),
+                     " / ".join(md.pct(c["group_e_spl"].get(r)) for r in ESPL_RADII),
+                     _diff(v.get("a_obs", {}).get(GROUP)), _diff(v.get("recovery")),
+                     *(_diff(v.get("e_spl", {}).get(r)) for r in ESPL_RADII)])
+    out += ["", f"Against `{first}` on the same episodes (95 % paired bootstrap within each family, points):", "",
+            md.table(["policy", "n", "Recovery %", "E-SPL@" + "/".join(map(str, ESPL_RADII)) + " %",
+                      "A-Obs − first", "Recovery − first", *(f"E-SPL@{r} − first" for r in ESPL_RADII)], rows)]
+    models = runs[first].get("models") or []
+    if models:
+        rows = [[name, *(f"{md.pct(c['macro_f1'][m]['a_obs'])}"
+                         + (f" ({_diff(c['vs_first']['a_obs'][m])})" if c.get("vs_first") else "") for m in models)]
+                for name, c in runs.items()]
+        out += ["", md.table(["policy (A-Obs per recognizer)", *models], rows)]
     families = sorted({f for c in runs.values() for f in c["family"]})
-    rows = [[name, *(f"{md.pct(c['family'][f]['a_obs'])} (n={c['family'][f]['n']})" if f in c["family"] else ""
-                     for f in families)] for name, c in runs.items()]
-    out += ["", md.table(["policy (group A-Obs)", *families], rows)]
+    rows = []
+    for name, c in runs.items():
+        fam = (c.get("vs_first") or {}).get("family", {})
+        rows.append([name, *(f"{md.pct(c['family'][f]['a_obs'])} (n={c['family'][f]['n']})"
+                             + (f" {_diff(fam[f]['a_obs'])}" if f in fam else "") if f in c["family"] else ""
+                             for f in families)])
+    out += ["", md.table(["policy (group A-Obs per family)", *families], rows)]
+    social = {name: c["social"] for name, c in runs.items() if c.get("social")}
+    if social:
+        out += ["", md.table(["policy (social, all targets)", "n", *SOCIAL_COLUMNS],
+                             [[name, v["n"], *(md.num(v[k], 2 if k.endswith("_m") else 1) if k != "contacts" else v[k]
+                                               for k in SOCIAL_COLUMNS)] for name, v in social.items()])]
     return "\n".join(out)
 
 
@@ -108,10 +140,14 @@ def _arguments(p) -> None:
     p.add_argument("--work", type=Path, default=None, metavar="DIR",
                    help="directory of the per-policy stores and their shared passive cache, resumed "
                         "(default: results/bench_policies)")
+    p.add_argument("--humans", choices=HUMANS_MODES, default="scripted",
+                   help="scripted: people replay their motion (the paper's protocol); reactive: they notice the robot "
+                        "and respond (docs/reactive_humans.md), stores under WORK/reactive (default: %(default)s)")
 
 
 @bench("policies", _arguments)
 def main(ns) -> int:
     """Policies side by side on the same episodes: Macro-F1, OGR, Recovery, E-SPL, Table 6, with intervals."""
-    run(ns.out, ns.policies, ns.episodes, ns.split, ns.work, ns.workers, allow_dataset_mismatch=ns.allow_dataset_mismatch)
+    run(ns.out, ns.policies, ns.episodes, ns.split, ns.work, ns.workers, allow_dataset_mismatch=ns.allow_dataset_mismatch,
+        humans=ns.humans)
     return 0
