@@ -11,12 +11,12 @@ import pytest
 from affectsim_core.actions import Action
 from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.person_tracking import Person, PersonDetection
-from affectsim_nav.baseline import HANDOFF_STEPS
+from affectsim_nav.baseline import HANDOFF_STEPS, FrontierSearchPolicy
 from affectsim_nav.executor import heading_to
 from affectsim_nav.head import BODY_TOP_M, fit_distance, framing_tilt, vertical_fov
 from affectsim_nav.planner import GridPlanner
-from affectsim_nav.viewpoint import (ANGLE_WEIGHT_M, FIT_MARGIN_RAD, STEP_BACK_BAND_M, FitViewpointPolicy,
-                                     ViewpointPolicy, body_axis_in_map, three_quarter)
+from affectsim_nav.viewpoint import (ANGLE_WEIGHT_M, FIT_MARGIN_RAD, START_LOOK_STEPS, STEP_BACK_BAND_M,
+                                     FitViewpointPolicy, ViewpointPolicy, body_axis_in_map, three_quarter)
 
 # a head camera at the map origin looking along map +x: optical x (right) = map -y, optical y (down) = map -z
 CAMERA = np.array([[0.0, 0.0, 1.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, -1.0, 0.0, 1.1], [0.0, 0.0, 0.0, 1.0]])
@@ -120,9 +120,9 @@ def _policy(info: EpisodeInfo, axis=None, others=(), cls=ViewpointPolicy) -> Vie
     return policy
 
 
-def _obs(x: float, y: float) -> Observation:
+def _obs(x: float, y: float, step: int = 0) -> Observation:
     return Observation.make(np.zeros((4, 4, 3), np.uint8), np.ones((4, 4), np.float32), (2.0, 2.0, 2.0, 2.0),
-                            np.eye(4), (x, y, 0.0), 0.0, 0)
+                            np.eye(4), (x, y, 0.0), 0.25 * step, step)
 
 
 def test_a_three_quarter_viewpoint_is_worth_at_most_the_angle_weight_of_path():
@@ -219,3 +219,23 @@ def test_a_viewpoint_of_a_person_lost_from_view_ends_facing_where_they_were():
     assert heading_to(there.pose, person) < 0 < heading_to(there.pose, goal[:2])  # the two lie on opposite sides
     toward = Action.TURN_LEFT if heading_to(there.pose, person) > 0 else Action.TURN_RIGHT
     assert (turn.action, turn.stage) == (toward, "handoff")
+
+
+def test_nobody_seen_yet_the_robot_watches_from_its_start_before_searching():
+    """The detector misses the person in the first frames: the robot stays where it started for
+    START_LOOK_STEPS, then searches; a person seen during the look is handed off to from the start."""
+    policy = _policy(_room())
+    policy._target = lambda o: None
+    still = [policy.act(_obs(2.0, 5.0, k)) for k in range(START_LOOK_STEPS)]
+    assert all(d.action == Action.STOP and d.goal is None and d.stage == "search" for d in still), still
+    base = _policy(_room(), cls=FrontierSearchPolicy)
+    base._target = lambda o: None
+    first = base.act(_obs(2.0, 5.0))
+    assert first.action != Action.STOP or first.goal is not None  # the baseline searches at once
+    after = policy.act(_obs(2.0, 5.0, START_LOOK_STEPS))
+    assert (after.action, after.goal) == (first.action, first.goal)  # this policy, after looking
+    found, person = _policy(_room()), (4.2, 5.0)
+    found._target = lambda o: None
+    found.act(_obs(2.0, 5.0))  # a miss at the start
+    found._target = lambda o: _person(person, o.pose[:2])
+    assert [found.act(_obs(2.0, 5.0, k)) for k in (1, 2, 3)][-1].handoff
