@@ -114,7 +114,7 @@ def test_the_policies_table_puts_each_policy_beside_the_first():
                 "macro_f1": {"pose": {"a_obs": a_obs}},
                 "table6": {k: 1.0 for k in ("handoff_pct", "mean_path_m", "path_before_handoff_pct",
                                             "budget_exhausted_pct", "clipped_pct")},
-                "family": {f: {"n": 2, "a_obs": a_obs} for f in families}, "social": social}
+                "family": {f: {"n": 2, "a_obs": a_obs, "clipped_pct": 12.5} for f in families}, "social": social}
 
     iv = {"estimate": 0.1, "low": -0.05, "high": 0.2, "undefined": 0.0, "se": 0.06}
     second = run(0.5, ["dyadic"])
@@ -125,6 +125,7 @@ def test_the_policies_table_puts_each_policy_beside_the_first():
     assert "| viewpoint | 4 | 30.0 | 25.0 / 50.0 / – | +10.0 [-5.0, +20.0] | +10.0 [-5.0, +20.0] |" in text, text
     assert "| viewpoint | 50.0 (+10.0 [-5.0, +20.0]) |" in text, text  # A-Obs per recognizer
     assert "| viewpoint |  | 50.0 (n=2) +10.0 [-5.0, +20.0] |" in text, text  # a family the policy was not run on stays empty
+    assert "| viewpoint |  | 12.5 |" in text, text  # clipped translations per family
     assert "social" not in text  # scripted people: no social measures
     social = {"n": 4, "noticed_pct": 50.0, "reacting_s": 1.0, "path_m": 0.5, "max_shift_m": 0.2, "min_gap_m": 0.9,
               "intimate_pct": 0.0, "personal_pct": 12.0, "contacts": 1}

@@ -8,8 +8,8 @@ to the robot (docs/reactive_humans.md), in stores of their own (``WORK/reactive/
 
 Printed: Table 3 with Table 6 per policy; then, per policy against the first, on one paired bootstrap draw
 within each family (:func:`~affectsim_eval.scoring.uncertainty.differences`, 95 % intervals): the group's
-A-Obs, Recovery and E-SPL@1/3/5 differences; A-Obs per recognizer; A-Obs per family; and with reactive
-people the social measures of all targets.
+A-Obs, Recovery and E-SPL@1/3/5 differences; A-Obs per recognizer; A-Obs per family; clipped translations
+per family; and with reactive people the social measures of all targets.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from affectsim_eval.run.config import EvalConfig
 from affectsim_eval.run.report import summarize
 from affectsim_eval.run.runner import run_eval
 from affectsim_eval.scoring import markdown as md
+from affectsim_eval.scoring.metrics import table6
 from affectsim_eval.scoring.uncertainty import GROUP, differences
 from affectsim_nav.policy import POLICIES
 from affectsim_ros.benches import add_dataset_options, add_out, bench
@@ -65,7 +66,9 @@ def run(out: Path | None = None, policies: tuple[str, ...] = DEFAULT_POLICIES, e
                                "group_ogr": sm["group_ogr"], "group_recovery": sm["group_recovery"],
                                "group_e_spl": sm["group_e_spl"], "macro_f1": sm["macro_f1"],
                                "table6": {k: sm["table6"][k] for k in TABLE6_COLUMNS},
-                               "family": {f: {"n": v["n"], "a_obs": v["group"].get("a_obs")}
+                               "family": {f: {"n": v["n"], "a_obs": v["group"].get("a_obs"),
+                                              "clipped_pct": table6([r.a_obs.diagnostics for r in recs[policy].values()
+                                                                     if r.family == f])["clipped_pct"]}
                                           for f, v in sm["family"].items()},
                                "social": sm["social"].get("all")}
     first = policies[0]
@@ -115,6 +118,9 @@ def table(res: dict) -> str:
                              + (f" {_diff(fam[f]['a_obs'])}" if f in fam else "") if f in c["family"] else ""
                              for f in families)])
     out += ["", md.table(["policy (group A-Obs per family)", *families], rows)]
+    rows = [[name, *(md.num(c["family"][f].get("clipped_pct"), 1) if f in c["family"] else "" for f in families)]
+            for name, c in runs.items()]
+    out += ["", md.table(["policy (clipped translations % per family)", *families], rows)]
     social = {name: c["social"] for name, c in runs.items() if c.get("social")}
     if social:
         out += ["", md.table(["policy (social, all targets)", "n", *SOCIAL_COLUMNS],
