@@ -4,6 +4,7 @@ its own options only, and bad option values refused by the command line before a
 import argparse
 import contextlib
 import io
+import json
 
 import pytest
 
@@ -118,11 +119,14 @@ def test_the_policies_table_puts_each_policy_beside_the_first():
 
     iv = {"estimate": 0.1, "low": -0.05, "high": 0.2, "undefined": 0.0, "se": 0.06}
     second = run(0.5, ["dyadic"])
-    second["vs_first"] = {"a_obs": {"pose": iv, "group": iv}, "recovery": iv, "e_spl": {1: iv, 3: iv},
+    second["vs_first"] = {"n": 3, "a_obs": {"pose": iv, "group": iv}, "recovery": iv, "e_spl": {1: iv, 3: iv},
                           "family": {"dyadic": {"n": 2, "a_obs": iv}}}
-    text = table({"policies": ["baseline", "viewpoint"], "runs": {"baseline": run(0.4, ["dyadic", "action_grounded"]),
-                                                                 "viewpoint": second}})
-    assert "| viewpoint | 4 | 30.0 | 25.0 / 50.0 / – | +10.0 [-5.0, +20.0] | +10.0 [-5.0, +20.0] |" in text, text
+    res = {"policies": ["baseline", "viewpoint"], "runs": {"baseline": run(0.4, ["dyadic", "action_grounded"]),
+                                                           "viewpoint": second}}
+    text = table(res)
+    assert table(json.loads(json.dumps(res))) == text  # the --out JSON (radii as string keys) reads back the same
+    # its own n, and the n of the episodes both policies hold
+    assert "| viewpoint | 4 | 3 | 30.0 | 25.0 / 50.0 / – | +10.0 [-5.0, +20.0] | +10.0 [-5.0, +20.0] |" in text, text
     assert "| viewpoint | 50.0 (+10.0 [-5.0, +20.0]) |" in text, text  # A-Obs per recognizer
     assert "| viewpoint |  | 50.0 (n=2) +10.0 [-5.0, +20.0] |" in text, text  # a family the policy was not run on stays empty
     assert "| viewpoint |  | 12.5 |" in text, text  # clipped translations per family

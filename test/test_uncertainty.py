@@ -109,20 +109,38 @@ def test_the_report_reads_its_verdicts_from_the_intervals():
 
 
 def test_differences_between_two_runs_are_paired_and_equal_the_metrics():
-    """Two runs of the same episodes: each difference's estimate is that of the metrics; a run against itself
-    differs by exactly 0 on every resample; per family as on the whole; runs of other episodes are refused."""
+    """Two runs of the same episodes: each difference's estimate is that of the metrics (per recognizer, for
+    the group, per family); an E-SPL radius without a d* is undefined; a run against itself differs by
+    exactly 0 on every resample; runs of other episodes or other recognizers are refused."""
     from affectsim_core.errors import InvalidInput
 
     first, other = _run(60, 0.3, 0.3, seed=1), _run(60, 0.3, 0.6, seed=2)
+    for r in other[::3]:  # "b" no longer a copy of "a": the group is the mean of two
+        r.predictions["b"]["a_obs"] = EMOTIONS[(EMOTIONS.index(r.label) + 2) % 5]
     d = uncertainty.differences(first, other, ["a", "b"])
     fa, fb = compute_all(first), compute_all(other)
-    want = fb["macro_f1"]["a"]["a_obs"] - fa["macro_f1"]["a"]["a_obs"]
-    assert d["a_obs"]["a"]["estimate"] == pytest.approx(want) and d["a_obs"][GROUP]["estimate"] == pytest.approx(want)
-    assert d["recovery"]["estimate"] == pytest.approx(fb["recovery_rate"]["a"] - fa["recovery_rate"]["a"])
-    assert d["e_spl"][1]["estimate"] == pytest.approx(fb["e_spl@1"]["a"]["value"] - fa["e_spl@1"]["a"]["value"])
-    assert d["a_obs"][GROUP]["low"] > 0.1  # a 30-point gain on 60 episodes
-    assert set(d["family"]) == {"action_grounded", "dyadic"} and d["family"]["dyadic"]["n"] == 30
+    diff = {m: fb["macro_f1"][m]["a_obs"] - fa["macro_f1"][m]["a_obs"] for m in ("a", "b")}
+    assert diff["a"] != pytest.approx(diff["b"])
+    assert d["a_obs"]["b"]["estimate"] == pytest.approx(diff["b"])
+    assert d["a_obs"][GROUP]["estimate"] == pytest.approx((diff["a"] + diff["b"]) / 2)
+    assert d["a_obs"]["a"]["low"] > 0.1  # a 30-point gain on 60 episodes
+    recovery = lambda res: np.mean([res["recovery_rate"][m] for m in ("a", "b")])  # noqa: E731
+    assert d["recovery"]["estimate"] == pytest.approx(recovery(fb) - recovery(fa))
+    espl = lambda res: np.mean([res["e_spl@1"][m]["value"] for m in ("a", "b")])  # noqa: E731
+    assert d["e_spl"][1]["estimate"] == pytest.approx(espl(fb) - espl(fa))
+    assert d["e_spl"][3]["estimate"] is None and d["e_spl"][3]["undefined"] == 1.0  # no d* at 3 m
+    for fam in ("action_grounded", "dyadic"):
+        fa_, fb_ = (compute_all([r for r in x if r.family == fam])["macro_f1"] for x in (first, other))
+        want = np.mean([fb_[m]["a_obs"] - fa_[m]["a_obs"] for m in ("a", "b")])
+        assert d["family"][fam]["n"] == 30 and d["family"][fam]["a_obs"]["estimate"] == pytest.approx(want)
     same = uncertainty.differences(first, first, ["a", "b"])
     assert (same["a_obs"][GROUP]["low"], same["a_obs"][GROUP]["high"]) == (0.0, 0.0)
-    with pytest.raises(InvalidInput, match="same episodes in the same order"):
+    assert "group" not in uncertainty.differences(first, other, [])["a_obs"]  # no trained recognizer: no group
+    with pytest.raises(InvalidInput, match="same episodes"):
         uncertainty.differences(first, other[::-1], ["a", "b"])
+    with pytest.raises(InvalidInput, match="same episodes"):
+        uncertainty.differences([], [], ["a", "b"])
+    for r in other:
+        del r.predictions["uniform"]
+    with pytest.raises(InvalidInput, match="recognizers"):
+        uncertainty.differences(first, other, ["a", "b"])

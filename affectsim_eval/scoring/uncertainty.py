@@ -36,6 +36,7 @@ from affectsim_eval.scoring.markdown import NAMES, table
 SEED = 0  # seed of the report's resamples (recorded in the report)
 DETECT_Z = 2.80  # z(0.975) + z(0.80): a difference of 2.8 standard errors is found with 80 % power (5 %, two-sided)
 EQUIVALENT = 0.03  # "P-Mon ≈ P-Init": within 3 points of Macro-F1 (fraction)
+SPREAD_EPS = 1e-12  # a bootstrap standard error below this is rounding: the resamples did not vary
 GROUP, DISTINCT = "group", "distinct"
 GAINS = {"p_ref": "P-Ref − P-Init", "p_mon": "P-Mon − P-Init", "a_obs": "A-Obs − P-Init"}  # setting − P-Init
 _K = len(EMOTIONS)
@@ -179,26 +180,28 @@ def intervals(records: Sequence[EpisodeRecord], models: Sequence[str], members: 
 def differences(first: Sequence[EpisodeRecord], other: Sequence[EpisodeRecord], models: Sequence[str],
                 resamples: int = RESAMPLES, seed: int = SEED) -> dict:
     """``other`` minus ``first``: two runs (e.g. two policies) on the same episodes, in the same order, compared
-    on one paired draw within each family. Returns dicts of interval fields (fractions): ``a_obs[rec]`` (A-Obs
-    Macro-F1 per recognizer and ``group``, the mean of ``models``), ``recovery`` and ``e_spl[radius]`` (the
-    group's), and ``family[family]`` (``n`` and the group's ``a_obs``)."""
+    on one paired draw within each family. Returns ``n`` and dicts of interval fields (fractions): ``a_obs[rec]``
+    (A-Obs Macro-F1 per recognizer) and, with trained ``models``, ``a_obs["group"]`` (their mean), the group's
+    ``recovery`` and ``e_spl[radius]``, and ``family[family]`` (``n`` and the group's ``a_obs``)."""
     ids = [r.episode_id for r in first]
-    if [r.episode_id for r in other] != ids:
+    if not ids or [r.episode_id for r in other] != ids:
         raise InvalidInput("records", f"{len(first)} and {len(other)} episodes",
-                           "two runs of the same episodes in the same order")
-    if not models:
-        raise InvalidInput("models", list(models), "at least one trained recognizer")
+                           "two runs of the same episodes (at least one) in the same order")
+    if set(other[0].recognizers) != set(first[0].recognizers):
+        raise InvalidInput("recognizers", sorted(other[0].recognizers), f"those of the first run, {sorted(first[0].recognizers)}")
     w = stratified_weights([r.family for r in first], resamples, seed)
     a, b = Paired(first, w), Paired(other, w)
     n = len(ids)
     f1 = {rec: b.macro_f1(rec, "a_obs") - a.macro_f1(rec, "a_obs") for rec in first[0].recognizers}
     out = {"n": n, "resamples": resamples, "seed": seed, "level": LEVEL,
-           "a_obs": {rec: _fields(v, n) for rec, v in f1.items()},
-           "recovery": _fields(_nanmean([b.recovery(m) for m in models]) - _nanmean([a.recovery(m) for m in models]), n),
-           "e_spl": {r: _fields(_nanmean([b.e_spl(m, r) for m in models]) - _nanmean([a.e_spl(m, r) for m in models]), n)
-                     for r in ESPL_RADII if all(str(r) in x.d_star for x in first)},
-           "family": {}}
+           "a_obs": {rec: _fields(v, n) for rec, v in f1.items()}, "e_spl": {}, "family": {}}
+    if not models:
+        return out
     out["a_obs"][GROUP] = _fields(np.mean([f1[m] for m in models], axis=0), n)
+    out["recovery"] = _fields(_nanmean([b.recovery(m) for m in models]) - _nanmean([a.recovery(m) for m in models]), n)
+    for r in ESPL_RADII:
+        if all(str(r) in x.d_star for x in first):
+            out["e_spl"][r] = _fields(_nanmean([b.e_spl(m, r) for m in models]) - _nanmean([a.e_spl(m, r) for m in models]), n)
     fams = np.array([r.family for r in first])
     for fam in sorted(set(fams)):
         sel = fams == fam
@@ -207,11 +210,10 @@ def differences(first: Sequence[EpisodeRecord], other: Sequence[EpisodeRecord], 
         out["family"][fam] = {"n": int(sel.sum()), "a_obs": _fields(d, int(sel.sum()))}
     return out
 
-
 def _spread(iv: Interval) -> bool:
     """Whether the resamples vary at all: with one episode per family every resample is the run itself,
     and a zero-width interval is no evidence."""
-    return iv.se is not None and iv.se > 0
+    return iv.se is not None and iv.se > SPREAD_EPS
 
 
 def detectable(iv: Interval) -> float | None:

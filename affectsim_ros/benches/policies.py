@@ -30,7 +30,7 @@ from affectsim_eval.scoring.metrics import table6
 from affectsim_eval.scoring.uncertainty import GROUP, differences
 from affectsim_nav.policy import POLICIES
 from affectsim_ros.benches import add_dataset_options, add_out, bench
-from affectsim_ros.benches.social import SOCIAL_COLUMNS
+from affectsim_ros.benches.social import SOCIAL_COLUMNS, social_cells
 from affectsim_ros.benches.transfer import TABLE6_COLUMNS, stored_records, table3_6
 
 DEFAULT_POLICIES = ("baseline", "viewpoint")
@@ -88,25 +88,32 @@ def _diff(v: dict | None) -> str:
     return Interval(v["estimate"], v["low"], v["high"], v["undefined"], 0, 0).text(100) if v else ""
 
 
+def _radius(by: dict, r: int):
+    """``by``'s entry for E-SPL radius ``r``: an int key in memory, a string one read back from the JSON."""
+    return by.get(r, by.get(str(r)))
+
+
 def table(res: dict) -> str:
     """Table 3 with Table 6 per policy, then against the first policy: the group's differences, A-Obs per
-    recognizer and per family, and the social measures with reactive people (Markdown)."""
+    recognizer and per family, clipped translations per family, and the social measures with reactive
+    people (Markdown; ``res`` as :func:`run` returns it or as its JSON reads back)."""
     runs = res["runs"]
     first = res["policies"][0]
     out = table3_6(runs, "policy")
     rows = []
     for name, c in runs.items():
         v = c.get("vs_first") or {}
-        rows.append([name, c["n"], md.pct(c["group_recovery"]),
-                     " / ".join(md.pct(c["group_e_spl"].get(r)) for r in ESPL_RADII),
+        rows.append([name, c["n"], v.get("n", ""), md.pct(c["group_recovery"]),
+                     " / ".join(md.pct(_radius(c["group_e_spl"], r)) for r in ESPL_RADII),
                      _diff(v.get("a_obs", {}).get(GROUP)), _diff(v.get("recovery")),
-                     *(_diff(v.get("e_spl", {}).get(r)) for r in ESPL_RADII)])
-    out += ["", f"Against `{first}` on the same episodes (95 % paired bootstrap within each family, points):", "",
-            md.table(["policy", "n", "Recovery %", "E-SPL@" + "/".join(map(str, ESPL_RADII)) + " %",
+                     *(_diff(_radius(v.get("e_spl", {}), r)) for r in ESPL_RADII)])
+    out += ["", f"Against `{first}` on the episodes both hold (paired n; 95 % paired bootstrap within each family, "
+                "points):", "",
+            md.table(["policy", "n", "paired n", "Recovery %", "E-SPL@" + "/".join(map(str, ESPL_RADII)) + " %",
                       "A-Obs − first", "Recovery − first", *(f"E-SPL@{r} − first" for r in ESPL_RADII)], rows)]
     models = runs[first].get("models") or []
     if models:
-        rows = [[name, *(f"{md.pct(c['macro_f1'][m]['a_obs'])}"
+        rows = [[name, *(md.pct(c["macro_f1"][m]["a_obs"])
                          + (f" ({_diff(c['vs_first']['a_obs'][m])})" if c.get("vs_first") else "") for m in models)]
                 for name, c in runs.items()]
         out += ["", md.table(["policy (A-Obs per recognizer)", *models], rows)]
@@ -124,8 +131,7 @@ def table(res: dict) -> str:
     social = {name: c["social"] for name, c in runs.items() if c.get("social")}
     if social:
         out += ["", md.table(["policy (social, all targets)", "n", *SOCIAL_COLUMNS],
-                             [[name, v["n"], *(md.num(v[k], 2 if k.endswith("_m") else 1) if k != "contacts" else v[k]
-                                               for k in SOCIAL_COLUMNS)] for name, v in social.items()])]
+                             [[name, v["n"], *social_cells(v)] for name, v in social.items()])]
     return "\n".join(out)
 
 

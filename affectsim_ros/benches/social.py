@@ -61,6 +61,11 @@ def run(out: Path | None = None, episodes: int = 100, split: str = "test", work:
     return res
 
 
+def social_cells(v: dict) -> list:
+    """The :data:`SOCIAL_COLUMNS` of one row of social measures, formatted (metres to 2 decimals)."""
+    return [v[k] if k == "contacts" else md.num(v[k], 2 if k.endswith("_m") else 1) for k in SOCIAL_COLUMNS]
+
+
 def table(res: dict) -> str:
     """Table 3 with Table 6 per run, then the social measures per emotion of the reactive runs (Markdown)."""
     out = table3_6(res["runs"], "run")
@@ -74,8 +79,7 @@ def table(res: dict) -> str:
             else:
                 acc, gain = rec["a_obs"][e], rec["a_obs"][e] - rec["p_init"][e]
             rows.append([name, e if e != "all" else "all (Macro-F1)", v["n"], md.pct(acc), md.signed(gain),
-                         *(md.num(v[k], 2 if k.endswith("_m") else 1) if k != "contacts" else v[k]
-                           for k in SOCIAL_COLUMNS)])
+                         *social_cells(v)])
     if rows:
         out += ["", md.table(head, rows, left=2)]
     return "\n".join(out)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import rclpy
@@ -150,12 +149,11 @@ def group_a_obs(records: list[EpisodeRecord]) -> float:
     return float(np.mean([f1[n]["a_obs"] for n in records[0].recognizers if n not in REFERENCES]))
 
 
-def paired_difference(a: dict[str, EpisodeRecord], b: dict[str, EpisodeRecord],
-                      statistic: Callable[[list[EpisodeRecord]], float] = group_a_obs) -> Interval:
-    """``statistic`` (default group A-Obs, a fraction) of ``b`` minus ``a`` on the episodes both hold, with
-    its 95 % paired bootstrap interval over those episodes."""
+def paired_difference(a: dict[str, EpisodeRecord], b: dict[str, EpisodeRecord]) -> Interval:
+    """Group A-Obs (a fraction) of ``b`` minus ``a`` on the episodes both hold, with its 95 % paired bootstrap
+    interval over those episodes."""
     ids = sorted(set(a) & set(b))
-    return bootstrap_interval(len(ids), lambda k: statistic([b[ids[i]] for i in k]) - statistic([a[ids[i]] for i in k]))
+    return bootstrap_interval(len(ids), lambda k: group_a_obs([b[ids[i]] for i in k]) - group_a_obs([a[ids[i]] for i in k]))
 
 
 def agreement(a: dict[str, EpisodeRecord], b: dict[str, EpisodeRecord]) -> dict[str, float]:
