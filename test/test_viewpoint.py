@@ -11,6 +11,7 @@ import pytest
 from affectsim_core.actions import Action
 from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.person_tracking import Person, PersonDetection
+from affectsim_core.protocol import STEP_SECONDS
 from affectsim_nav.baseline import HANDOFF_STEPS, FrontierSearchPolicy
 from affectsim_nav.executor import heading_to
 from affectsim_nav.head import BODY_TOP_M, fit_distance, framing_tilt, vertical_fov
@@ -122,7 +123,7 @@ def _policy(info: EpisodeInfo, axis=None, others=(), cls=ViewpointPolicy) -> Vie
 
 def _obs(x: float, y: float, step: int = 0) -> Observation:
     return Observation.make(np.zeros((4, 4, 3), np.uint8), np.ones((4, 4), np.float32), (2.0, 2.0, 2.0, 2.0),
-                            np.eye(4), (x, y, 0.0), 0.25 * step, step)
+                            np.eye(4), (x, y, 0.0), STEP_SECONDS * step, step)
 
 
 def test_a_three_quarter_viewpoint_is_worth_at_most_the_angle_weight_of_path():
