@@ -210,6 +210,7 @@ def differences(first: Sequence[EpisodeRecord], other: Sequence[EpisodeRecord], 
         out["family"][fam] = {"n": int(sel.sum()), "a_obs": _fields(d, int(sel.sum()))}
     return out
 
+
 def _spread(iv: Interval) -> bool:
     """Whether the resamples vary at all: with one episode per family every resample is the run itself,
     and a zero-width interval is no evidence."""
