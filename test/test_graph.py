@@ -198,10 +198,11 @@ def test_a_port_file_without_a_listener_is_stale_and_one_with_a_locked_listener_
 
 
 def test_shared_memory_left_by_a_killed_process_is_removed_and_a_live_one_is_kept():
-    code = "import rclpy, time; rclpy.init(); n = rclpy.create_node('shm_probe'); print('up', flush=True); time.sleep(300)"
+    # a probe lives until the test closes its stdin or kills it: not for a time a slow machine might outlast
+    code = "import rclpy, sys; rclpy.init(); n = rclpy.create_node('shm_probe'); print('up', flush=True); sys.stdin.read()"
     domains = _quiet_domains()  # two: the live one never maps the victim's segment
-    procs = [subprocess.Popen([sys.executable, "-c", code], env=loopback_env(d), stdout=subprocess.PIPE, text=True)
-             for d in domains]
+    procs = [subprocess.Popen([sys.executable, "-c", code], env=loopback_env(d), stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True) for d in domains]
     try:
         for p in procs:
             assert p.stdout.readline().strip() == "up"
