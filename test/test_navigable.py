@@ -101,3 +101,20 @@ def test_empty_room_is_navigable_and_connected():
     pts = np.array([[1.0, 3.0], [7.0, 1.0], [4.0, 5.5]])
     assert nav.is_navigable(pts).all()
     assert nav.geodesic_distance(pts[0], pts[1]) == pytest.approx(np.linalg.norm(pts[0] - pts[1]))
+
+
+def test_a_robot_overlapping_a_person_may_back_off_but_not_press_on():
+    # a person (disc of 0.25 m) who stepped 4 mm into the robot: the robot was frozen until the budget ended
+    nav = NavigableSpace(box_room(w=8, h=6), R)
+    person = np.array([[4.0, 3.0, 0.25]])
+    start = np.array([4.0 - R - 0.25 + 0.004, 3.0])
+    gap = lambda p: float(np.linalg.norm(np.asarray(p) - person[0, :2])) - R - 0.25  # noqa: E731
+    away = nav.try_step(start, start - [0.25, 0.0], discs=person)
+    assert not away.clipped and gap(away.end) == pytest.approx(0.246)
+    on = nav.try_step(start, start + [0.25, 0.0], slide=False, discs=person)
+    assert on.clipped and np.allclose(on.end, start)
+    along = nav.try_step(start, start + [0.05, 0.25], discs=person)  # slides round them, no closer
+    assert along.clipped and along.end[1] > 3.1 and gap(along.end) >= gap(start) - 1e-6
+    # the disc is unchanged for a robot that does not overlap it: stops at contact, as before
+    free = nav.try_step([2.0, 3.0], [4.0, 3.0], slide=False, discs=person)
+    assert free.clipped and gap(free.end) == pytest.approx(0.0, abs=1e-3)

@@ -291,10 +291,13 @@ class NavigableSpace:
         The move stops at the last free point of the segment (to 0.1 mm); with ``slide``
         the rest of the displacement is projected on the blocking surface and tried
         once more. ``clipped`` is True when the end differs from ``end`` by > 1 mm.
-        Never ends outside free space: a start that is not free does not move.
+        Never ends outside free space: a start that is not free does not move. A start overlapping
+        one of ``discs`` (a person who stepped against the robot) may move, but gets no closer to
+        them (:meth:`_touching`): otherwise robot and person would stay locked together.
         """
         start = np.asarray(start, float)[:2]
         end = np.asarray(end, float)[:2]
+        discs = self._touching(start, discs)
         if not self.is_free(start, discs)[0]:
             return StepResult(start.copy(), bool(np.linalg.norm(end - start) > 1e-3))
         reached = self._advance(start, end, discs)
@@ -305,6 +308,15 @@ class NavigableSpace:
             if np.linalg.norm(tangent) > 1e-3:
                 reached = self._advance(reached, reached + tangent, discs)
         return StepResult(reached, bool(np.linalg.norm(end - reached) > 1e-3))
+
+    def _touching(self, p: np.ndarray, discs: np.ndarray | None) -> np.ndarray | None:
+        """``discs`` (x, y, radius; m) with each one that the robot disc at ``p`` overlaps shrunk until it just
+        touches it, so that a move from ``p`` may keep or widen that gap but not narrow it."""
+        if discs is None or not len(discs):
+            return discs
+        out = np.array(discs, float, copy=True).reshape(-1, 3)
+        out[:, 2] = np.minimum(out[:, 2], np.linalg.norm(out[:, :2] - p, axis=1) - self.radius)
+        return out
 
     def _sweep_free(self, a: np.ndarray, b: np.ndarray, discs: np.ndarray | None) -> bool:
         if not (self.segment_free(a, b)[0] and self.in_rooms(b)[0]):
