@@ -229,6 +229,10 @@ class FrontierSearchPolicy(Policy):
         self.goal = goal
         return Decision(goal=goal, stage="search")
 
+    def _search_avoid(self) -> tuple[tuple[float, float, float], ...]:
+        """Discs (x, y, radius m, ``map``) the search's paths keep out of (a subclass's unmapped obstacles); none."""
+        return ()
+
     def _unseen_side(self, obs: Observation) -> int:
         gx, gy = self.planner.centres()
         d = np.hypot(gx - obs.pose[0], gy - obs.pose[1])
@@ -245,7 +249,7 @@ class FrontierSearchPolicy(Policy):
         labels, n = ndimage.label(frontier, np.ones((3, 3)))
         if n == 0:
             return None
-        field = p.plan_from(obs.pose[:2])
+        field = p.plan_from(obs.pose[:2], avoid=self._search_avoid())
         if field is None:
             return None
         sizes = ndimage.sum(frontier, labels, np.arange(1, n + 1))

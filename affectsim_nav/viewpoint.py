@@ -34,7 +34,13 @@ and adds:
   world landmarks), averaged over the sightings of the tracked person (:func:`body_axis_in_map`); front
   and back are not told apart (BlazePose puts the chest on the wrong side in a quarter of rendered views);
 - **every person planned around**: other people seen (the second person of a dyadic episode) are kept
-  :data:`SOCIAL_MARGIN_M` away and must not stand in the line of sight.
+  :data:`SOCIAL_MARGIN_M` away and must not stand in the line of sight;
+- **blocked moves remembered**: a goal given up after two moves that left the base where it was (something
+  the map does not show stands ahead: a person too near to be detected, one who stepped into the path) leaves
+  a disc :data:`BLOCKED_AHEAD_M` ahead of the base that paths and viewpoints keep out of for
+  :data:`BLOCKED_STEPS`; and the follower, once a move from a pose was blocked, does not push forward again
+  from that pose (the baseline pushes every other step). Among reactive people the baseline and this policy
+  otherwise pushed into a person for hundreds of moves (docs/observation.md).
 
 ``viewpoint-fit`` (:class:`FitViewpointPolicy`) adds the view-quality stop: no handoff to a person too
 near for the whole body to fit before stepping back from them (once an episode).
@@ -54,6 +60,7 @@ from affectsim_core.actions import Action
 from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.person_tracking import SHOULDERS, Person, PersonDetection
 from affectsim_core.protocol import STEP_SECONDS
+from affectsim_nav.active import STUCK_M
 from affectsim_nav.baseline import CONSISTENT_M, FrontierSearchPolicy, _sighting
 from affectsim_nav.head import BODY_TOP_M, HeadPointer, body_top, fit_distance, vertical_fov
 from affectsim_nav.planner import GridPlanner
@@ -68,6 +75,10 @@ SIGHT_CLEARANCE_M = 0.35  # m another person must stand off the line of sight
 SIGHT_SHORT_M = 0.3  # m before the person where the line of sight check stops (they are not on the map)
 FIT_MARGIN_RAD = math.radians(4.0)  # of the vertical field of view kept free when judging whether a body fits
 STEP_BACK_BAND_M = 0.6  # m beyond the fit distance where a step back may end
+BLOCKED_AHEAD_M = 0.5  # m ahead of the base centre where whatever blocked its moves is placed (map)
+BLOCKED_RADIUS_M = 0.45  # m around that place kept out of
+BLOCKED_STEPS = 40  # steps (10 s) a blocked place is kept out of: a person standing there may leave
+SAME_HEADING_RAD = math.radians(1.0)  # a blocked move leaves the heading as it was
 START_LOOK_S = 2.0  # s watched from the start before the first search move
 START_LOOK_STEPS = round(START_LOOK_S / STEP_SECONDS)
 
@@ -109,6 +120,10 @@ class ViewpointPolicy(FrontierSearchPolicy):
         self.backing = False  # a step back is under way
         self.view_of: tuple[float, float] | None = None  # the person (map) the current goal is a viewpoint of
         self.arrived_for: tuple[float, float] | None = None  # that goal was just reached: the person to turn to
+        self.blocked: list[tuple[float, float, int]] = []  # (x, y) m map kept out of, until that step
+        self.recent: list[tuple[tuple[float, float, float], bool]] = []  # (pose, following a goal) of the last 2 acts
+        self.goal_failed = False  # the executor gave up a goal since the last act
+        self.no_push: tuple[float, float, float] | None = None  # the pose a follow move was last blocked from
 
     # ------------------------------------------------------------------ perception
     def _target(self, obs: Observation) -> Person | None:
@@ -143,6 +158,7 @@ class ViewpointPolicy(FrontierSearchPolicy):
 
     # ------------------------------------------------------------------ decisions
     def act(self, obs: Observation) -> Decision:
+        self._note_blocked(obs)
         if self.arrived_for is not None:  # at a viewpoint of a person: turn to them, not look around
             self.last_seen, self.look_turns, self.arrived_for = (self.arrived_for, obs.step), 0, None
         if self.backing:  # a step back under way (the base would stop it to centre the person): go on
@@ -163,7 +179,35 @@ class ViewpointPolicy(FrontierSearchPolicy):
             person = self.track if self.handed_off else None if decision.sighting is None else decision.sighting.xy
         # nobody seen now (person None): the head stays on the last one for a while
         tilt = self.head.command(obs.camera_pose, obs.step, person, self.top(), vertical_fov(obs))
+        self.recent = (self.recent + [(obs.pose, self.goal is not None and decision.action is None)])[-2:]
         return decision if tilt is None else replace(decision, head_tilt=tilt)
+
+    def _note_blocked(self, obs: Observation) -> None:
+        """Forget blocked places past their time; add one :data:`BLOCKED_AHEAD_M` ahead when the goal the robot
+        followed in the last two acts was given up with the base where it stood at both (two blocked moves)."""
+        self.blocked = [b for b in self.blocked if b[2] > obs.step]
+        if (self.goal_failed and len(self.recent) == 2 and all(following for _, following in self.recent)
+                and all(_same_pose(p, obs.pose) for p, _ in self.recent)):
+            x, y, yaw = obs.pose
+            self.blocked.append((x + BLOCKED_AHEAD_M * math.cos(yaw), y + BLOCKED_AHEAD_M * math.sin(yaw),
+                                 obs.step + BLOCKED_STEPS))
+        self.goal_failed = False
+
+    def _blocked_discs(self) -> tuple[tuple[float, float, float], ...]:
+        return tuple((x, y, BLOCKED_RADIUS_M) for x, y, _ in self.blocked)
+
+    def _search_avoid(self) -> tuple[tuple[float, float, float], ...]:
+        return self._blocked_discs()
+
+    def _follow(self, obs: Observation, target: Person | None) -> Decision:
+        """The baseline's follower, which never pushes forward again from a pose a move was blocked from."""
+        if self._last_forward is not None and math.dist(self._last_forward, obs.pose[:2]) < STUCK_M:
+            self.no_push = obs.pose
+        decision = super()._follow(obs, target)
+        if decision.action == Action.FORWARD and self.no_push is not None and _same_pose(self.no_push, obs.pose):
+            self._last_forward = None
+            return replace(decision, action=Action.STOP)
+        return decision
 
     def _before_handoff(self, obs: Observation, target: Person) -> Decision | None:
         """With :attr:`step_back`, step back first when the person is too near for the whole body to fit in
@@ -192,13 +236,15 @@ class ViewpointPolicy(FrontierSearchPolicy):
         return super()._search(obs)
 
     def on_goal_result(self, reached: bool) -> None:
+        self.goal_failed = self.goal_failed or not reached
         if reached and self.view_of is not None:
             self.arrived_for = self.view_of
         self.backing, self.view_of = False, None
         super().on_goal_result(reached)
 
     def _avoid(self, person: tuple[float, float]) -> tuple[tuple[float, float, float], ...]:
-        return ((person[0], person[1], self.person_clearance), *((x, y, SOCIAL_MARGIN_M) for x, y in self.others))
+        return ((person[0], person[1], self.person_clearance), *((x, y, SOCIAL_MARGIN_M) for x, y in self.others),
+                *self._blocked_discs())
 
     def _approach(self, obs: Observation, person: tuple[float, float],
                   band: tuple[float, float] | None = None) -> tuple[float, float, float] | None:
@@ -246,6 +292,11 @@ class ViewpointPolicy(FrontierSearchPolicy):
             u = np.clip(((ox - xs) * vx + (oy - ys) * vy) / np.maximum(length ** 2, 1e-9), 0.0, 1.0)
             ok &= np.hypot(xs + u * vx - ox, ys + u * vy - oy) >= SIGHT_CLEARANCE_M
         return ok
+
+
+def _same_pose(a: tuple[float, float, float], b: tuple[float, float, float]) -> bool:
+    """Whether poses (x, y m, yaw rad) differ by less than a move that made no progress."""
+    return math.dist(a[:2], b[:2]) < STUCK_M and abs(math.remainder(a[2] - b[2], math.tau)) < SAME_HEADING_RAD
 
 
 def three_quarter(axis: float, person: tuple[float, float], viewer):

@@ -1,7 +1,7 @@
 """The ``viewpoint`` policy's parts: the body axis from 3-D keypoints (and how well it is estimated on
 rendered people), three-quarter viewpoints in sight, other people kept out of the line of sight, the
-head framing the person (the framing itself: test_head.py), and the step back from a person too near
-for the whole body."""
+head framing the person (the framing itself: test_head.py), the step back from a person too near
+for the whole body, and moves that were blocked by something the map does not show."""
 
 import math
 
@@ -16,8 +16,9 @@ from affectsim_nav.baseline import HANDOFF_STEPS, FrontierSearchPolicy
 from affectsim_nav.executor import heading_to
 from affectsim_nav.head import BODY_TOP_M, fit_distance, framing_tilt, vertical_fov
 from affectsim_nav.planner import GridPlanner
-from affectsim_nav.viewpoint import (ANGLE_WEIGHT_M, FIT_MARGIN_RAD, START_LOOK_STEPS, STEP_BACK_BAND_M,
-                                     FitViewpointPolicy, ViewpointPolicy, body_axis_in_map, three_quarter)
+from affectsim_nav.viewpoint import (ANGLE_WEIGHT_M, BLOCKED_AHEAD_M, BLOCKED_RADIUS_M, BLOCKED_STEPS, FIT_MARGIN_RAD,
+                                     START_LOOK_STEPS, STEP_BACK_BAND_M, FitViewpointPolicy, ViewpointPolicy,
+                                     body_axis_in_map, three_quarter)
 
 # a head camera at the map origin looking along map +x: optical x (right) = map -y, optical y (down) = map -z
 CAMERA = np.array([[0.0, 0.0, 1.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, -1.0, 0.0, 1.1], [0.0, 0.0, 0.0, 1.0]])
@@ -240,3 +241,48 @@ def test_nobody_seen_yet_the_robot_watches_from_its_start_before_searching():
     found.act(_obs(2.0, 5.0))  # a miss at the start
     found._target = lambda o: _person(person, o.pose[:2])
     assert [found.act(_obs(2.0, 5.0, k)) for k in (1, 2, 3)][-1].handoff
+
+
+def test_a_goal_given_up_after_two_blocked_moves_is_kept_out_of_for_a_while():
+    """The executor gives a goal up after two moves that left the base where it was: the place ahead is
+    kept out of by the search's paths and by viewpoints for BLOCKED_STEPS, then forgotten. A goal given
+    up at once (no path), or after moves that went somewhere, leaves nothing."""
+    def going(poses):
+        """A policy that set off to a viewpoint of a person lost 4 m ahead and stood at ``poses``."""
+        policy = _policy(_room())
+        policy._target = lambda o: None
+        policy.last_seen = ((6.0, 5.0), 0)
+        decisions = [policy.act(_obs(x, 5.0, k)) for k, x in enumerate(poses)]
+        assert decisions[0].goal is not None and all(d.keep_going for d in decisions[1:])
+        policy.on_goal_result(False)  # the executor gives it up
+        policy.act(_obs(poses[-1], 5.0, len(poses)))
+        return policy
+    policy = going([2.0, 2.0])
+    (x, y, r), = policy._search_avoid()
+    assert (x, y, r) == pytest.approx((2.0 + BLOCKED_AHEAD_M, 5.0, BLOCKED_RADIUS_M))
+    assert (x, y, r) in policy._avoid((5.0, 5.0))  # viewpoints of a person keep out of it
+    policy.seen[:] = False
+    policy.seen[:, :policy.planner.cell((3.0, 5.0))[1]] = True  # a frontier 1 m ahead, the path to it blocked
+    policy.failed_goals.clear()
+    goal = policy._next_viewpoint(_obs(2.0, 5.0, 3))
+    field = policy.planner.plan_from((2.0, 5.0))  # the plan the goal was chosen on
+    assert goal is not None and np.isfinite(field.dist[policy.planner.cell(goal[:2])])
+    assert not np.isfinite(field.dist[policy.planner.cell((x, y))])
+    policy.act(_obs(2.0, 5.0, 2 + BLOCKED_STEPS))
+    assert policy._search_avoid() == ()
+    assert going([2.0])._search_avoid() == ()  # no path: given up before any move
+    assert going([2.0, 2.25])._search_avoid() == ()  # the base moved
+
+
+def test_the_follower_does_not_push_again_from_where_a_move_was_blocked():
+    """Following a person beyond FOLLOW_MAX whose way is blocked: the baseline moves forward every other
+    step; this policy once, then only from another pose."""
+    def follow(cls, poses):
+        policy = _policy(_room(), cls=cls)
+        policy._target = lambda o: None
+        policy.handed_off, policy.track = True, (7.0, 5.0)  # 5 m straight ahead
+        return [policy.act(_obs(x, 5.0, k)).action for k, x in enumerate(poses)]
+    blocked = [2.0] * 5
+    assert follow(FrontierSearchPolicy, blocked) == [Action.FORWARD, Action.STOP] * 2 + [Action.FORWARD]
+    assert follow(ViewpointPolicy, blocked) == [Action.FORWARD] + [Action.STOP] * 4
+    assert follow(ViewpointPolicy, blocked[:3] + [2.1]) == [Action.FORWARD] + [Action.STOP] * 2 + [Action.FORWARD]
