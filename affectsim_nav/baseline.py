@@ -35,6 +35,7 @@ from affectsim_core.actions import Action
 from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.person_tracking import Person, PersonDetector, clothing_distance, detect_people
 from affectsim_core.protocol import FORWARD_M
+from affectsim_nav.active import STUCK_M
 from affectsim_nav.executor import heading_to
 from affectsim_nav.planner import GridPlanner
 from affectsim_nav.policy import POLICIES, Decision, Policy, Sighting
@@ -192,7 +193,7 @@ class FrontierSearchPolicy(Policy):
         assert self.track is not None
         err = heading_to(obs.pose, self.track)
         dist = math.dist(obs.pose[:2], self.track)
-        blocked = self._last_forward is not None and math.dist(self._last_forward, obs.pose[:2]) < 0.05
+        blocked = self._forward_blocked(obs)
         self._last_forward = None
         if abs(err) > CENTRE_TOL:
             action = Action.TURN_LEFT if err > 0 else Action.TURN_RIGHT
@@ -203,6 +204,10 @@ class FrontierSearchPolicy(Policy):
         else:
             action = Action.STOP
         return Decision(action, stage="follow", sighting=_sighting(target) if target else None)
+
+    def _forward_blocked(self, obs: Observation) -> bool:
+        """Whether the follower's last FORWARD left the base where it was (it made no progress)."""
+        return self._last_forward is not None and math.dist(self._last_forward, obs.pose[:2]) < STUCK_M
 
     def on_goal_result(self, reached: bool) -> None:
         if not reached and self.goal is not None:

@@ -193,15 +193,13 @@ class ViewpointPolicy(FrontierSearchPolicy):
                                  obs.step + BLOCKED_STEPS))
         self.goal_failed = False
 
-    def _blocked_discs(self) -> tuple[tuple[float, float, float], ...]:
-        return tuple((x, y, BLOCKED_RADIUS_M) for x, y, _ in self.blocked)
-
     def _search_avoid(self) -> tuple[tuple[float, float, float], ...]:
-        return self._blocked_discs()
+        """The blocked places kept out of (x, y, :data:`BLOCKED_RADIUS_M`; m, ``map``)."""
+        return tuple((x, y, BLOCKED_RADIUS_M) for x, y, _ in self.blocked)
 
     def _follow(self, obs: Observation, target: Person | None) -> Decision:
         """The baseline's follower, which never pushes forward again from a pose a move was blocked from."""
-        if self._last_forward is not None and math.dist(self._last_forward, obs.pose[:2]) < STUCK_M:
+        if self._forward_blocked(obs):
             self.no_push = obs.pose
         decision = super()._follow(obs, target)
         if decision.action == Action.FORWARD and self.no_push is not None and _same_pose(self.no_push, obs.pose):
@@ -244,7 +242,7 @@ class ViewpointPolicy(FrontierSearchPolicy):
 
     def _avoid(self, person: tuple[float, float]) -> tuple[tuple[float, float, float], ...]:
         return ((person[0], person[1], self.person_clearance), *((x, y, SOCIAL_MARGIN_M) for x, y in self.others),
-                *self._blocked_discs())
+                *self._search_avoid())
 
     def _approach(self, obs: Observation, person: tuple[float, float],
                   band: tuple[float, float] | None = None) -> tuple[float, float, float] | None:
