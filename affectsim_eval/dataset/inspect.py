@@ -22,7 +22,6 @@ from multiprocessing import get_context
 from pathlib import Path
 
 import numpy as np
-from matplotlib.figure import Figure  # no pyplot: no global state, no display
 from PIL import Image, ImageDraw
 
 from affectsim_bridge.backends.base import HumanPlacement, check_people
@@ -240,6 +239,8 @@ def dataset_stats(root: Path = DATASET_DIR, out_png: Path | None = None, log=pri
         keys = ("initial_distance", "relative_orientation", "visible_fraction", "geodesic")
         emotions = EMOTIONS
         fams = sorted({e.family for eps in splits.values() for e in eps})
+        from matplotlib.figure import Figure  # here: ~0.5 s at import time; no pyplot (no global state, no display)
+
         fig = Figure(figsize=(22, 3.6 * len(SPLITS)))
         axes = fig.subplots(len(SPLITS), 5, squeeze=False)
         for row, split in zip(axes, SPLITS):  # one row per split, one line per family

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-from matplotlib.figure import Figure  # no pyplot: no global state, no display
 from PIL import Image
 
 from affectsim_bridge.world.navigable import NavigableSpace
@@ -131,6 +130,14 @@ def render(s: dict, meta: dict, failures: list[tuple[str, str]], figures: dict[s
     return "\n".join(lines)
 
 
+def _figure(figsize: tuple[float, float]):
+    """A matplotlib ``Figure`` (inches) without pyplot: no global state, no display. matplotlib is imported
+    here, on first use: at the top it cost every process importing this module (each node) ~0.5 s."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=figsize)
+
+
 def _social_figure(s: dict, path: Path) -> bool:
     """Recognition gain (A-Obs − P-Init group recall, points) against the seconds the target spent
     reacting to the robot, per emotion."""
@@ -139,7 +146,7 @@ def _social_figure(s: dict, path: Path) -> bool:
            if e != "all" and rec and rec["a_obs"][e] is not None and rec["p_init"][e] is not None]
     if not pts:
         return False
-    fig = Figure(figsize=(4.6, 3.4))
+    fig = _figure((4.6, 3.4))
     ax = fig.subplots()
     for e, x, y in pts:
         ax.plot(x, y, "o")
@@ -158,7 +165,7 @@ def _paired_figure(s: dict, path: Path) -> None:
     interval where the run has one."""
     iv = (s.get("intervals") or {}).get("macro_f1", {})
     names = [*s["recognizers"], *([GROUP] if GROUP in iv else [])]
-    fig = Figure(figsize=(1.6 + 1.3 * len(names), 3.4))
+    fig = _figure((1.6 + 1.3 * len(names), 3.4))
     ax = fig.subplots()
     w = 0.2
     for k, x in enumerate(s["settings"]):
@@ -192,7 +199,7 @@ def _maps_figure(records: Sequence[EpisodeRecord], run: Path, path: Path, scenes
     pick = sorted(pick, key=lambda r: (-r.a_obs.path_length, r.episode_id))[:MAPS]
     if not pick:
         return False
-    fig = Figure(figsize=(8, 3.2 * len(pick)))
+    fig = _figure((8, 3.2 * len(pick)))
     axes = fig.subplots(len(pick), 2, squeeze=False, gridspec_kw={"width_ratios": [1, 1.6]})
     for (a_map, a_img), r in zip(axes, pick):
         nav = NavigableSpace(load_scene(r.scene_id, scenes_dir))

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import rclpy
-from matplotlib.figure import Figure  # no pyplot: no global state, no display
 from PIL import Image
 
 from affectsim_bridge.backends import BACKENDS, DEFAULT_BACKEND
@@ -118,6 +117,8 @@ def quality(data: Path = DATA_DIR, out_png: Path | None = None) -> dict:
                        "n": [int((bins == i).sum()) for i in range(len(edges) - 1)]}
         res[name] = r
     if out_png is not None:
+        from matplotlib.figure import Figure  # here: ~0.5 s at import time; no pyplot (no global state, no display)
+
         fig = Figure(figsize=(15, 4))
         axes = fig.subplots(1, 3)
         for ax, (cond, (_, edges)) in zip(axes, conditions.items()):
