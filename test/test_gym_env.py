@@ -91,10 +91,14 @@ def test_the_budget_is_the_truncation_and_a_handoff_after_it_still_counts(env):
     assert seen[-1]["status"][0] == 1.0 and seen[-1]["status"][2] == 1.0
 
 
-@pytest.mark.parametrize("name", ["baseline", pytest.param("viewpoint", marks=pytest.mark.slow)])
-def test_driving_the_environment_with_a_shipped_policy_gives_the_evaluators_records(small_data, name):
+FAMILIES = ("action_grounded", "dyadic", "observation_controlled")
+
+
+@pytest.mark.parametrize("name,families", [("baseline", FAMILIES[:1]),  # every family: ~50 s
+                                           pytest.param("viewpoint", FAMILIES, marks=pytest.mark.slow)])
+def test_driving_the_environment_with_a_shipped_policy_gives_the_evaluators_records(small_data, name, families):
     data, _ = small_data
-    ids = tuple(i for fam in ("action_grounded", "dyadic", "observation_controlled") for i in episode_ids(data, fam))
+    ids = tuple(i for fam in families for i in episode_ids(data, fam))
     cfg = EvalConfig(split="test", ids=ids, recognizers=(RECOGNIZER,), policy=name, max_actions=60, max_planner_calls=12)
     worker = EpisodeWorker(cfg.as_dict(), str(data))
     env = ActiveObservationEnv(split="test", recognizer=RECOGNIZER, max_actions=60, max_planner_calls=12, record=True,

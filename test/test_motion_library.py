@@ -44,13 +44,15 @@ def test_paper_scale_counts_and_balance(full):
         "walk", "sit_down", "seated", "knock"}
 
 
-def test_every_clip_passes_validation(full):
-    lib, _ = full
+@pytest.mark.parametrize("scale", ["small", pytest.param("paper", marks=pytest.mark.slow)])  # paper: ~25 s
+def test_every_clip_passes_validation(scale, full, small_data):
+    lib = full[0] if scale == "paper" else Library(small_data[0] / "motions")
     report = validate_library(lib, log=lambda s: None)
     assert report.ok, dict(report.failures)
     assert max(report.measures["foot_slide"]) < 0.05
 
 
+@pytest.mark.slow  # ~20 s: a statistic of the paper-scale library (`affectsim motions stats` prints it)
 def test_emotion_is_in_the_motion(full):
     lib, _ = full
     res = library_stats(lib, log=lambda s: None)
@@ -186,6 +188,7 @@ def test_a_context_only_classifier_finds_a_deterministic_context_and_not_an_inde
     assert macro_f1(y, p) < 0.3  # chance: 0.2
 
 
+@pytest.mark.slow  # ~20 s: permutation nulls at the dataset's size
 def test_leaving_one_sequence_out_has_the_power_to_find_a_partial_leak_at_the_datasets_size():
     """48 sequences of 30 episodes (the dataset's dyadic size, one distance per sequence): an
     independent context stays below the limit with its permutation null, a partner that mirrors the

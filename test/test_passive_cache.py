@@ -38,8 +38,28 @@ def _run(out, data, policy, cache, workers=1):
     return _records(out)
 
 
+@pytest.fixture(scope="module")
+def uncached(small_data, tmp_path_factory):
+    """The records of a ``stay`` run without the cache ({episode id: record})."""
+    return _run(tmp_path_factory.mktemp("uncached"), small_data[0], "stay", "off")
+
+
+@pytest.fixture(scope="module")
+def filled(small_data, tmp_path_factory):
+    """A cache filled by a ``stay`` run (read-only: copy it with :func:`_copy` before changing it), and that run's
+    records."""
+    tmp = tmp_path_factory.mktemp("filled")
+    return tmp / "cache", _run(tmp / "run", small_data[0], "stay", tmp / "cache")
+
+
+def _copy(filled, to):
+    """A copy of the filled cache at ``to`` (a test's own to change)."""
+    shutil.copytree(filled[0], to)
+    return to
+
+
 def test_a_new_policy_reuses_the_passive_settings_and_its_records_equal_an_uncached_run(small_data, tmp_path,
-                                                                                      monkeypatch):
+                                                                                      monkeypatch, uncached):
     data, _ = small_data
     cache = tmp_path / "cache"
     first = _run(tmp_path / "baseline", data, "baseline", cache)
@@ -54,7 +74,6 @@ def test_a_new_policy_reuses_the_passive_settings_and_its_records_equal_an_uncac
     monkeypatch.setattr(orchestrator, "_render_passive", no_passive)
     cached = _run(tmp_path / "stay", data, "stay", cache)
     monkeypatch.undo()
-    uncached = _run(tmp_path / "stay_uncached", data, "stay", "off")
     assert cached == uncached  # every field of every record
     for i in ids_of(data):  # and the passive settings are the first policy's
         for field in ("visible", "p_ref", "d_star"):
@@ -65,10 +84,10 @@ def test_a_new_policy_reuses_the_passive_settings_and_its_records_equal_an_uncac
                {r: {s: v for s, v in p.items() if s != "a_obs"} for r, p in cached[i]["probs"].items()}
 
 
-def test_damaged_oversized_and_half_written_entries_are_recomputed(small_data, tmp_path):
+def test_damaged_oversized_and_half_written_entries_are_recomputed(small_data, tmp_path, filled, uncached):
     data, _ = small_data
-    cache = tmp_path / "cache"
-    want = _run(tmp_path / "a", data, "stay", cache)
+    cache = _copy(filled, tmp_path / "cache")
+    assert filled[1] == uncached  # a run that fills the cache records what an uncached run does
     entries = sorted(cache.glob("*.npz"))
     raw = bytearray(entries[0].read_bytes())
     raw[len(raw) // 2] ^= 0xFF  # one flipped byte
@@ -79,7 +98,7 @@ def test_damaged_oversized_and_half_written_entries_are_recomputed(small_data, t
     assert c.get(entries[0].stem) is None and "damaged" in warned[0] and "checksum" in warned[0]
     assert not entries[0].exists()  # removed, so the next run stores it again
     assert c.get(entries[1].stem) is not None
-    assert _run(tmp_path / "b", data, "stay", cache) == want
+    assert _run(tmp_path / "b", data, "stay", cache) == uncached
     assert entries[0].exists()
     shutil.copy(entries[0], entries[1])  # the right checksum, over the size limit
     with open(entries[1], "ab") as f:
@@ -94,9 +113,9 @@ def _put(args):
     return True
 
 
-def test_concurrent_writers_of_one_key_leave_one_whole_entry(small_data, tmp_path):
+def test_concurrent_writers_of_one_key_leave_one_whole_entry(small_data, tmp_path, filled):
     data, _ = small_data
-    _run(tmp_path / "a", data, "stay", tmp_path / "src")
+    _copy(filled, tmp_path / "src")
     run_identity = identity(RECS, "mujoco", data)
     src = PassiveCache(tmp_path / "src", run_identity)
     key = sorted((tmp_path / "src").glob("*.npz"))[0].stem
@@ -130,6 +149,7 @@ def test_the_key_follows_what_determines_a_passive_result(small_data, tmp_path, 
         identity(("nope",), "mujoco", data)
 
 
+@pytest.mark.slow  # ~60 s: two graph runs; the cache's keys and reuse are tested in process above
 def test_through_the_graph_the_second_run_finds_every_episode_and_its_records_are_the_same(small_data, tmp_path):
     """The evaluator node keys its cache with the bridge's parameters too; a second run over the same
     episodes finds them all, and both equal an uncached in-process run."""
@@ -155,12 +175,11 @@ def test_through_the_graph_the_second_run_finds_every_episode_and_its_records_ar
         assert _records(tmp_path / f"ros{k}") == _records(tmp_path / "offline")
 
 
-def test_a_matching_checksum_over_bad_content_and_a_failed_write_are_warnings(small_data, tmp_path):
+def test_a_matching_checksum_over_bad_content_and_a_failed_write_are_warnings(small_data, tmp_path, filled):
     import hashlib
 
     data, _ = small_data
-    cache = tmp_path / "cache"
-    _run(tmp_path / "a", data, "stay", cache)
+    cache = _copy(filled, tmp_path / "cache")
     entry = sorted(cache.glob("*.npz"))[0]
     body = b"not an npz at all"
     entry.write_bytes(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
@@ -169,9 +188,8 @@ def test_a_matching_checksum_over_bad_content_and_a_failed_write_are_warnings(sm
     assert c.get(entry.stem) is None and "damaged" in warned[-1] and not entry.exists()
     ro = PassiveCache(tmp_path / "file-not-dir", identity(RECS, "mujoco", data), warn=warned.append)
     (tmp_path / "file-not-dir").write_text("a file where the cache directory should be")
-    good = open_cache(str(tmp_path / "src"), data, RECS, "mujoco")
-    _run(tmp_path / "b", data, "stay", tmp_path / "src")
-    result = good.get(sorted((tmp_path / "src").glob("*.npz"))[0].stem)
+    good = open_cache(str(filled[0]), data, RECS, "mujoco")
+    result = good.get(sorted(filled[0].glob("*.npz"))[0].stem)
     ro.put("k" * 64, result)  # cannot be stored: a warning, not an exception
     assert "could not store" in warned[-1]
 

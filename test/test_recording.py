@@ -36,42 +36,56 @@ HERE = Path(__file__).resolve().parent
 LAYOUT = HERE.parent / "config" / "foxglove_layout.json"
 
 
+def _graph(small_data, run, logs, **args):
+    """A bench graph recording the episode into ``run`` (its evaluator's log under ``logs``)."""
+    data, _ = small_data
+    return GraphProcesses("bench", args={**ARGS, "episode_ids": episode(small_data), "output_dir": str(run), **args},
+                          log_dir=logs, extra_params={"bridge": {"motion_library": str(data / "motions")},
+                                                      "evaluator": {"data_dir": str(data)}})
+
+
+def _evaluated(graph, logs) -> tuple[str, int]:
+    """The evaluator's log and exit code once it is done."""
+    wait_until(lambda: graph.poll()["evaluator"] is not None, 300, "the evaluator done", 0.5)
+    return (logs / "evaluator.log").read_text(), graph.poll()["evaluator"]
+
+
 @pytest.fixture(scope="module")
-def runs(small_data, tmp_path_factory):
-    """The episode recorded by one bench graph three times: in full; without depth and with a budget of
-    SMALL_MB; and by an evaluator killed while it records. {name: (run dir, evaluator log, exit code)}."""
+def full_run(small_data, tmp_path_factory):
+    """The run directory of the episode recorded in full by one bench graph."""
+    tmp = tmp_path_factory.mktemp("recording")
+    with _graph(small_data, tmp / "full", tmp / "logs") as g:
+        log, code = _evaluated(g, tmp / "logs")
+    assert code == 0, log
+    return tmp / "full"
+
+
+@pytest.fixture(scope="module")
+def full(full_run, small_data):
+    return read(full_run / "recordings" / episode(small_data))
+
+
+@pytest.fixture(scope="module")
+def variants(small_data, tmp_path_factory):
+    """The episode recorded by a bench graph without depth and with a budget of SMALL_MB, then by a second
+    evaluator on that graph, killed while it records. {name: (run dir, evaluator log, exit code)}."""
     data, _ = small_data
     tmp = tmp_path_factory.mktemp("recording")
-    args = {**ARGS, "episode_ids": episode(small_data)}
     out = {}
-    with GraphProcesses("bench", args={**args, "output_dir": str(tmp / "full")}, log_dir=tmp / "logs_full",
-                        extra_params={"bridge": {"motion_library": str(data / "motions")},
-                                      "evaluator": {"data_dir": str(data)}}) as g:
-        wait_until(lambda: g.poll()["evaluator"] is not None, 300, "the evaluator done", 0.5)
-        out["full"] = (tmp / "full", (tmp / "logs_full" / "evaluator.log").read_text(), g.poll()["evaluator"])
-        small = {**args, "output_dir": str(tmp / "small"), "record_depth": "false", "record_max_mb": str(SMALL_MB)}
-        with GraphProcesses("bench", nodes=("evaluator",), domain_id=g.domain_id, args=small,
-                            log_dir=tmp / "logs_small", extra_params={"evaluator": {"data_dir": str(data)}}) as ev:
-            wait_until(lambda: ev.poll()["evaluator"] is not None, 300, "the evaluator done", 0.5)
-            out["small"] = (tmp / "small", (tmp / "logs_small" / "evaluator.log").read_text(), ev.poll()["evaluator"])
+    with _graph(small_data, tmp / "small", tmp / "logs_small", record_depth="false",
+                record_max_mb=str(SMALL_MB)) as g:
+        out["small"] = (tmp / "small", *_evaluated(g, tmp / "logs_small"))
         rec_dir = tmp / "killed" / "recordings"
         with GraphProcesses("bench", nodes=("evaluator",), domain_id=g.domain_id, log_dir=tmp / "logs_killed",
-                            args={**args, "output_dir": str(tmp / "killed")},
+                            args={**ARGS, "episode_ids": episode(small_data), "output_dir": str(tmp / "killed")},
                             extra_params={"evaluator": {"data_dir": str(data)}}) as ev:
             # killed once its recording holds data (the temporary bag has grown past its header)
             wait_until(lambda: rec_dir.is_dir() and any(f.stat().st_size > 1_000_000 for f in rec_dir.rglob("*.mcap")),
-                  300, "a recording under way")
+                       300, "a recording under way")
             ev.procs["evaluator"].kill()
             ev.procs["evaluator"].wait(30)
             out["killed"] = (tmp / "killed", "", ev.poll()["evaluator"])
     return out
-
-
-@pytest.fixture(scope="module")
-def full(runs, small_data):
-    run, log, code = runs["full"]
-    assert code == 0, log
-    return read(run / "recordings" / episode(small_data))
 
 
 def episode(small_data) -> str:
@@ -79,7 +93,7 @@ def episode(small_data) -> str:
     return episode_ids(small_data[0], "dyadic")[0]
 
 
-def test_a_recording_holds_every_topic_a_viewer_needs(full, runs):
+def test_a_recording_holds_every_topic_a_viewer_needs(full, full_run):
     for key in SENSOR:
         assert full.count(TOPICS[key]) >= 1, (key, {t: full.count(t) for t in full.messages})
     assert TOPICS["cmd_vel"] in full.messages  # recorded (lockstep commands none: its count may be 0)
@@ -87,7 +101,7 @@ def test_a_recording_holds_every_topic_a_viewer_needs(full, runs):
     for topic, (schema, encoding, msg_encoding) in full.types.items():
         assert (encoding, msg_encoding) == ("ros2msg", "cdr"), (topic, encoding, msg_encoding)
     assert full.types[MARKERS_TOPIC][0] == "visualization_msgs/msg/MarkerArray"
-    with ResultsStore.open(runs["full"][0] / "results.sqlite") as st:
+    with ResultsStore.open(full_run / "results.sqlite") as st:
         (record,) = st.records(None)
     if not record["a_obs"]["fallback"]:  # the acquired clip and the recognizer's scores for it
         assert full.count(CLIP_TOPIC) == 8
@@ -130,8 +144,9 @@ def test_people_are_markers_ground_truth_in_its_own_namespace(full):
         assert min(np.hypot(p.x - last.pose.position.x, p.y - last.pose.position.y) for p in located) < 3.0
 
 
-def test_without_depth_and_with_a_small_budget(runs, full, small_data):
-    run, log, code = runs["small"]
+@pytest.mark.slow  # a second graph run (~30 s); the full recording above stays in `make test`
+def test_without_depth_and_with_a_small_budget(variants, full, small_data):
+    run, log, code = variants["small"]
     assert code == 0, log
     rec = read(run / "recordings" / episode(small_data))
     assert TOPICS["depth"] not in rec.messages and TOPICS["depth_info"] not in rec.messages
@@ -144,8 +159,9 @@ def test_without_depth_and_with_a_small_budget(runs, full, small_data):
     assert rec.path.stat().st_size <= SMALL_MB * 1_000_000
 
 
-def test_a_killed_evaluator_leaves_no_recording_under_its_final_name(runs, small_data):
-    run, _, code = runs["killed"]
+@pytest.mark.slow  # shares the graph run of the test above
+def test_a_killed_evaluator_leaves_no_recording_under_its_final_name(variants, small_data):
+    run, _, code = variants["killed"]
     assert code is not None and code != 0
     rec_dir = run / "recordings"
     assert not (rec_dir / episode(small_data)).exists()
