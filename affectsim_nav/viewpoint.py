@@ -16,7 +16,8 @@ and adds:
   over the baseline; moving into a 1.6-2.5 m band before the handoff (this policy until then) gave
   +2.4 / -2.4 with the head and +2.6 / -4.1 without it: the extra path bought nothing the head did
   not (docs/observation.md);
-- **the person faced on arriving** at a viewpoint of them (the baseline looks around instead);
+- **the person faced on arriving** at a viewpoint of them (the baseline looks around instead); once per
+  place where nobody is seen: no second viewpoint of it is planned until someone is seen, the search goes on;
 - **a look before leaving**: for the first :data:`START_LOOK_S` of an episode, with nobody to go to or look for
   (no person seen yet; or one seen, lost, and no view of where they were found), the robot stays where it
   starts instead of making its first search move: BlazePose misses a near person, seen in profile or cut
@@ -120,6 +121,7 @@ class ViewpointPolicy(FrontierSearchPolicy):
         self.backing = False  # a step back is under way
         self.view_of: tuple[float, float] | None = None  # the person (map) the current goal is a viewpoint of
         self.arrived_for: tuple[float, float] | None = None  # that goal was just reached: the person to turn to
+        self.turned_to: tuple[float, float] | None = None  # the last place turned to on arriving; None once anyone is seen
         self.blocked: list[tuple[float, float, int]] = []  # (x, y) m map kept out of, until that step
         self.recent: list[tuple[tuple[float, float, float], bool]] = []  # (pose, following a goal) of the last 2 acts
         self.goal_failed = False  # the executor gave up a goal since the last act
@@ -160,7 +162,8 @@ class ViewpointPolicy(FrontierSearchPolicy):
     def act(self, obs: Observation) -> Decision:
         self._note_blocked(obs)
         if self.arrived_for is not None:  # at a viewpoint of a person: turn to them, not look around
-            self.last_seen, self.look_turns, self.arrived_for = (self.arrived_for, obs.step), 0, None
+            self.last_seen, self.look_turns, self.turned_to = (self.arrived_for, obs.step), 0, self.arrived_for
+            self.arrived_for = None
         if self.backing:  # a step back under way (the base would stop it to centre the person): go on
             self._update_seen(obs)
             target = self._target(obs)
@@ -177,6 +180,8 @@ class ViewpointPolicy(FrontierSearchPolicy):
             elif decision.goal is not None:  # a viewpoint of the person sighted, or of where one was lost
                 self.view_of = decision.sighting.xy if decision.sighting else None if lost is None else lost[0]
             person = self.track if self.handed_off else None if decision.sighting is None else decision.sighting.xy
+        if decision.sighting is not None:
+            self.turned_to = None
         # nobody seen now (person None): the head stays on the last one for a while
         tilt = self.head.command(obs.camera_pose, obs.step, person, self.top(), vertical_fov(obs))
         self.recent = (self.recent + [(obs.pose, self.goal is not None and decision.action is None)])[-2:]
@@ -235,7 +240,8 @@ class ViewpointPolicy(FrontierSearchPolicy):
 
     def on_goal_result(self, reached: bool) -> None:
         self.goal_failed = self.goal_failed or not reached
-        if reached and self.view_of is not None:
+        if reached and self.view_of is not None and not (  # not a second time for a place nobody was seen at
+                self.turned_to is not None and math.dist(self.turned_to, self.view_of) <= CONSISTENT_M):
             self.arrived_for = self.view_of
         self.backing, self.view_of = False, None
         super().on_goal_result(reached)
