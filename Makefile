@@ -13,8 +13,10 @@ export PYOPENGL_PLATFORM := egl
 setup:  ## idempotent: venv, pinned deps, EGL libs, interfaces (see tools/setup.sh)
 	bash tools/setup.sh
 
-# pytest worker processes of `make test` (each test file runs whole in one of them); 0: in this process
-TEST_WORKERS ?= 2
+# pytest worker processes of `make test` (each test file runs whole in one of them); 0: in this process. One
+# process by default: beside a second worker, timing-bound tests (a free-running executor's overshoot, a burst
+# of 20 goals) failed in 2 of 3 runs on a 2-core machine
+TEST_WORKERS ?= 0
 test: setup  ## fast suite (< 10 min on 2 cores); slow tests run in `make test-all`
 	$(PY) -m pytest -q -m "not slow" $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadfile) test
 

@@ -44,7 +44,10 @@ def _publisher(client: BridgeClient):
 
 
 def test_cmd_vel_executor_drives_the_free_running_bridge(tmp_path):
-    with GraphProcesses("bench", nodes=("bridge",), args={"mode": "free_run"}, log_dir=tmp_path) as g:
+    # at half real time: the tolerances below hold on a 2-core machine running other tests beside this one (at
+    # real time, there, a move overshot by 4.5 cm); `affectsim bench pace` measures the pace a machine keeps
+    with GraphProcesses("bench", nodes=("bridge",), args={"mode": "free_run", "real_time_factor": "0.5"},
+                        log_dir=tmp_path) as g:
         ensure_loopback(g.domain_id)
         rclpy.init()
         client = BridgeClient("cmd_vel_test", topics=CMD_VEL_TOPICS)
