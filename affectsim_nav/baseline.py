@@ -193,12 +193,11 @@ class FrontierSearchPolicy(Policy):
         assert self.track is not None
         err = heading_to(obs.pose, self.track)
         dist = math.dist(obs.pose[:2], self.track)
-        blocked = self._forward_blocked(obs)
+        may_push = self._may_push(obs)
         self._last_forward = None
         if abs(err) > CENTRE_TOL:
             action = Action.TURN_LEFT if err > 0 else Action.TURN_RIGHT
-        elif dist > max(FOLLOW_MAX, self.keep_m + FORWARD_M) and not blocked:  # no second push against whatever
-            # stopped the last move, nor one to closer than keep_m
+        elif dist > max(FOLLOW_MAX, self.keep_m + FORWARD_M) and may_push:  # never to closer than keep_m
             action = Action.FORWARD
             self._last_forward = obs.pose[:2]
         else:
@@ -208,6 +207,11 @@ class FrontierSearchPolicy(Policy):
     def _forward_blocked(self, obs: Observation) -> bool:
         """Whether the follower's last FORWARD left the base where it was (it made no progress)."""
         return self._last_forward is not None and math.dist(self._last_forward, obs.pose[:2]) < STUCK_M
+
+    def _may_push(self, obs: Observation) -> bool:
+        """Whether the follower may move forward from here: not right after a FORWARD that made no progress (no
+        second push against whatever stopped it). Called once a follow step, before that move is forgotten."""
+        return not self._forward_blocked(obs)
 
     def on_goal_result(self, reached: bool) -> None:
         if not reached and self.goal is not None:

@@ -202,15 +202,11 @@ class ViewpointPolicy(FrontierSearchPolicy):
         """The blocked places kept out of (x, y, :data:`BLOCKED_RADIUS_M`; m, ``map``)."""
         return tuple((x, y, BLOCKED_RADIUS_M) for x, y, _ in self.blocked)
 
-    def _follow(self, obs: Observation, target: Person | None) -> Decision:
-        """The baseline's follower, which never pushes forward again from a pose a move was blocked from."""
+    def _may_push(self, obs: Observation) -> bool:
+        """The baseline's rule, and never again from a pose a move was blocked from."""
         if self._forward_blocked(obs):
             self.no_push = obs.pose
-        decision = super()._follow(obs, target)
-        if decision.action == Action.FORWARD and self.no_push is not None and _same_pose(self.no_push, obs.pose):
-            self._last_forward = None
-            return replace(decision, action=Action.STOP)
-        return decision
+        return super()._may_push(obs) and not (self.no_push is not None and _same_pose(self.no_push, obs.pose))
 
     def _before_handoff(self, obs: Observation, target: Person) -> Decision | None:
         """With :attr:`step_back`, step back first when the person is too near for the whole body to fit in
