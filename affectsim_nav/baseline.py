@@ -61,6 +61,7 @@ class FrontierSearchPolicy(Policy):
     approach_band = (1.5, 3.0)  # m from the person: the viewpoints _approach chooses among
     person_clearance = PERSON_CLEARANCE  # m kept from a seen person when planning
     keep_m = 0.0  # m: no forward move that would end closer to the tracked person (0: none)
+    lost_wait = 0  # steps a person lost from view, with the robot facing where they were, is waited for (0: none)
 
     def __init__(self, detector: PersonDetector) -> None:
         self.detector = detector
@@ -152,6 +153,8 @@ class FrontierSearchPolicy(Policy):
             err = heading_to(obs.pose, self.last_seen[0])  # lost from view: look where it was seen,
             if abs(err) > CENTRE_TOL:  # then go to a viewpoint of that place
                 return Decision(Action.TURN_LEFT if err > 0 else Action.TURN_RIGHT, stage="handoff")
+            if obs.step - self.last_seen[1] <= self.lost_wait:
+                return Decision(Action.STOP, stage="handoff")
             goal = self._approach(obs, self.last_seen[0])
             self.last_seen = None
             if goal is not None:

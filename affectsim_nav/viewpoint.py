@@ -75,6 +75,9 @@ SOCIAL_MARGIN_M = 1.0  # m kept from another person seen (robot centre to their 
 SIGHT_CLEARANCE_M = 0.35  # m another person must stand off the line of sight
 SIGHT_SHORT_M = 0.3  # m before the person where the line of sight check stops (they are not on the map)
 FIT_MARGIN_RAD = math.radians(4.0)  # of the vertical field of view kept free when judging whether a body fits
+WIDE_BAND_M = (1.2, 3.0)  # m from the person: where viewpoints are looked for when the approach band has none
+LOST_WAIT_STEPS = 3  # steps (0.75 s) a person lost from view is waited for, facing where they were, before moving
+NO_VIEW_WAIT_STEPS = 8  # steps (2 s) an episode waited with someone seen and no viewpoint of them
 STEP_BACK_BAND_M = 0.6  # m beyond the fit distance where a step back may end
 BLOCKED_AHEAD_M = 0.5  # m ahead of the base centre where whatever blocked its moves is placed (map)
 BLOCKED_RADIUS_M = 0.45  # m around that place kept out of
@@ -108,6 +111,7 @@ class ViewpointPolicy(FrontierSearchPolicy):
     """The baseline choosing its view: see the module docstring."""
 
     approach_band = (1.8, 2.3)  # m from the located person: the distance read best (2-2.5 m from the camera)
+    lost_wait = LOST_WAIT_STEPS
     step_back = False  # the view-quality stop: no handoff before stepping back from a person too near to fit
 
     def reset(self, info: EpisodeInfo, planner: GridPlanner) -> None:
@@ -126,6 +130,7 @@ class ViewpointPolicy(FrontierSearchPolicy):
         self.recent: list[tuple[tuple[float, float, float], bool]] = []  # (pose, following a goal) of the last 2 acts
         self.goal_failed = False  # the executor gave up a goal since the last act
         self.no_push: tuple[float, float, float] | None = None  # the pose a follow move was last blocked from
+        self.no_view_waits = 0  # steps waited with someone seen and no viewpoint of them
 
     # ------------------------------------------------------------------ perception
     def _target(self, obs: Observation) -> Person | None:
@@ -229,9 +234,14 @@ class ViewpointPolicy(FrontierSearchPolicy):
 
     def _search(self, obs: Observation) -> Decision:
         """The baseline's search, after the look before leaving (the base's ``last_seen`` is None: nobody
-        seen, or a lost person's place already planned for)."""
+        seen, or a lost person's place already planned for), and, with someone seen now but no viewpoint of
+        them, after waiting for a better sighting (up to :data:`NO_VIEW_WAIT_STEPS` an episode)."""
         if self.goal is None and self.last_seen is None and obs.step < START_LOOK_STEPS:
             return Decision(Action.STOP, stage="search")
+        if (self.goal is None and self.last_seen is not None and self.last_seen[1] == obs.step
+                and self.no_view_waits < NO_VIEW_WAIT_STEPS):
+            self.no_view_waits += 1
+            return Decision(Action.STOP, stage="handoff")
         return super()._search(obs)
 
     def on_goal_result(self, reached: bool) -> None:
@@ -248,32 +258,30 @@ class ViewpointPolicy(FrontierSearchPolicy):
 
     def _approach(self, obs: Observation, person: tuple[float, float],
                   band: tuple[float, float] | None = None) -> tuple[float, float, float] | None:
-        """The viewpoint ``band`` (m; default :attr:`approach_band`) from ``person`` with the least path
-        length minus :data:`ANGLE_WEIGHT_M` x :func:`three_quarter`, in sight of the person, around every
-        person seen (one planner call)."""
+        """The viewpoint ``band`` (m; default :attr:`approach_band`, then :data:`WIDE_BAND_M` where it has none)
+        from ``person`` with the least path length minus :data:`ANGLE_WEIGHT_M` x :func:`three_quarter`, in
+        sight of the person, around every person seen (one planner call)."""
         p = self.planner
         field = p.plan_from(obs.pose[:2], avoid=self._avoid(person))
         if field is None:
             return None
         gx, gy = p.centres()
         d = np.hypot(gx - person[0], gy - person[1])
-        lo, hi = band or self.approach_band
-        ok = (d >= lo) & (d <= hi) & p.traversable & np.isfinite(field.dist)
+        reachable = p.traversable & np.isfinite(field.dist)
         for i, j in self.failed_goals:  # viewpoints that could not be reached
-            ok[max(0, i - 3):i + 4, max(0, j - 3):j + 4] = False
-        ii, jj = np.nonzero(ok)
-        if len(ii) == 0:
-            return None
-        cx, cy = gx[ii, jj], gy[ii, jj]
-        cost = field.dist[ii, jj].copy()
+            reachable[max(0, i - 3):i + 4, max(0, j - 3):j + 4] = False
         axis = self.axis()
-        if axis is not None:
-            cost -= ANGLE_WEIGHT_M * three_quarter(axis, person, (cx, cy))
-        cost[~self._in_sight(cx, cy, person)] = np.inf
-        k = int(np.argmin(cost))
-        if not np.isfinite(cost[k]):
-            return None
-        return float(cx[k]), float(cy[k]), math.atan2(person[1] - cy[k], person[0] - cx[k])
+        for lo, hi in (band,) if band else (self.approach_band, WIDE_BAND_M):
+            ii, jj = np.nonzero(reachable & (d >= lo) & (d <= hi))
+            cx, cy = gx[ii, jj], gy[ii, jj]
+            cost = field.dist[ii, jj].copy()
+            if axis is not None:
+                cost -= ANGLE_WEIGHT_M * three_quarter(axis, person, (cx, cy))
+            cost[~self._in_sight(cx, cy, person)] = np.inf
+            if len(cost) and np.isfinite(cost.min()):
+                k = int(np.argmin(cost))
+                return float(cx[k]), float(cy[k]), math.atan2(person[1] - cy[k], person[0] - cx[k])
+        return None
 
     def _in_sight(self, xs: np.ndarray, ys: np.ndarray, person: tuple[float, float]) -> np.ndarray:
         """Per candidate (x, y) whether the segment to ``person`` (less :data:`SIGHT_SHORT_M`) crosses no

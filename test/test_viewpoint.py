@@ -4,6 +4,7 @@ head framing the person (the framing itself: test_head.py), the step back from a
 for the whole body, and moves that were blocked by something the map does not show."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -17,7 +18,8 @@ from affectsim_nav.executor import heading_to
 from affectsim_nav.head import BODY_TOP_M, fit_distance, framing_tilt, vertical_fov
 from affectsim_nav.planner import GridPlanner
 from affectsim_nav.viewpoint import (ANGLE_WEIGHT_M, BLOCKED_AHEAD_M, BLOCKED_RADIUS_M, BLOCKED_STEPS, FIT_MARGIN_RAD,
-                                     START_LOOK_STEPS, STEP_BACK_BAND_M, FitViewpointPolicy, ViewpointPolicy,
+                                     LOST_WAIT_STEPS, NO_VIEW_WAIT_STEPS, START_LOOK_STEPS,
+                                     STEP_BACK_BAND_M, WIDE_BAND_M, FitViewpointPolicy, ViewpointPolicy,
                                      body_axis_in_map, three_quarter)
 
 # a head camera at the map origin looking along map +x: optical x (right) = map -y, optical y (down) = map -z
@@ -157,6 +159,35 @@ def test_another_person_is_kept_off_the_line_of_sight_and_away_from_the_robot():
     assert sight[1]
 
 
+def _box(half: float) -> EpisodeInfo:
+    """A square room ``2 * half`` m wide around (5, 5) m, walls everywhere else (5 cm cells)."""
+    occ = np.full((200, 200), 100, np.int8)
+    lo, hi = int((5.0 - half) / 0.05), int((5.0 + half) / 0.05)
+    occ[lo:hi, lo:hi] = 0
+    return EpisodeInfo.make(occ, (0.0, 0.0), 0.05, (4.0, 5.0, 0.0), 0.3)
+
+
+def test_with_no_viewpoint_in_the_approach_band_one_in_the_wide_band_is_chosen():
+    """A person 1 m away in a 3 m wide room: no place 1.8-2.3 m from them fits the robot; one
+    :data:`WIDE_BAND_M` away does (the baseline's search left such a person to look elsewhere)."""
+    person = (5.0, 5.0)
+    view = _policy(_box(1.5))._approach(_obs(4.0, 5.0), person)
+    assert view is not None and WIDE_BAND_M[0] - 0.05 <= math.dist(view[:2], person) < 1.8, view
+    assert _policy(_box(1.5))._approach(_obs(4.0, 5.0), person, band=(1.8, 2.3)) is None  # an explicit band is kept
+
+
+def test_someone_seen_with_no_viewpoint_of_them_is_waited_for_a_while_an_episode():
+    """Seen 0.9 m away with too few keypoints to hand off, in a room too small for any viewpoint of them:
+    the robot stays facing them :data:`NO_VIEW_WAIT_STEPS` steps an episode (a sighting may improve), then
+    searches."""
+    policy, person = _policy(_box(1.0)), (5.0, 5.0)
+    seen = _person(person, (4.1, 5.0))
+    policy._target = lambda o: replace(seen, n_visible=5)
+    decisions = [policy.act(_obs(4.1, 5.0, k)) for k in range(START_LOOK_STEPS, START_LOOK_STEPS + NO_VIEW_WAIT_STEPS + 1)]
+    assert all((d.action, d.stage) == (Action.STOP, "handoff") for d in decisions[:-1]), decisions
+    assert decisions[-1].stage == "search", decisions[-1]
+
+
 def test_the_head_frames_the_tracked_person_with_one_command():
     policy, obs = _policy(_room()), _obs(2.0, 5.0)
     policy.handed_off, policy.track = True, (4.2, 5.0)  # following a person 2.2 m ahead
@@ -206,12 +237,16 @@ def test_a_person_too_near_for_the_whole_body_is_stepped_back_from_once_then_fac
 
 
 def test_a_viewpoint_of_a_person_lost_from_view_ends_facing_where_they_were():
-    """Lost from view, the person is looked for where last seen, then a viewpoint of that place is
-    planned; arriving there the robot turns to that place (not to the viewpoint it stands on)."""
+    """Lost from view, the person is waited for, facing where they were last seen (the detector misses a
+    near person in single frames), then a viewpoint of that place is planned; arriving there the robot turns
+    to that place (not to the viewpoint it stands on)."""
     policy, person = _policy(_room()), (6.0, 5.0)
     policy._target = lambda o: None
     policy.last_seen = (person, 0)  # seen at step 0 straight ahead, lost since
-    start = _obs(2.0, 5.0)
+    for k in range(LOST_WAIT_STEPS + 1):
+        wait = policy.act(_obs(2.0, 5.0, k))
+        assert (wait.action, wait.stage) == (Action.STOP, "handoff"), (k, wait)
+    start = _obs(2.0, 5.0, LOST_WAIT_STEPS + 1)
     goal = policy.act(start).goal
     assert goal is not None and 1.8 - 0.1 <= math.dist(goal[:2], person) <= 2.3 + 0.1, goal
     policy.on_goal_result(True)
@@ -224,24 +259,25 @@ def test_a_viewpoint_of_a_person_lost_from_view_ends_facing_where_they_were():
 
 
 def test_a_place_looked_at_from_its_viewpoint_with_nobody_there_is_not_planned_for_again():
-    """Arriving at a viewpoint of where a person was lost, the robot turns to that place once; nobody there,
-    it plans no second viewpoint of it and searches. (It planned the same one again, reached where it
+    """Arriving at a viewpoint of where a person was lost, the robot turns to that place once (and waits
+    there as for anyone lost); nobody there, it plans no second viewpoint of it and searches. (It planned the same one again, reached where it
     stood, every step to the end of the budget: in 3 and 5 of 240 test episodes with reactive people, for
     `viewpoint` and `viewpoint-fit`; in two a person waited beside it to pass.) Seeing anyone makes the
     place count again."""
     policy, person = _policy(_room()), (6.0, 5.0)
     policy._target = lambda o: None
     policy.last_seen = (person, START_LOOK_STEPS)
-    stages = []
-    for k in range(START_LOOK_STEPS, START_LOOK_STEPS + 6):
+    stages, end = [], START_LOOK_STEPS + 2 * LOST_WAIT_STEPS + 8
+    for k in range(START_LOOK_STEPS, end):
         decision = policy.act(_obs(4.0, 5.0, k))  # facing the place 2 m ahead: its viewpoint is where the robot is
-        stages.append(decision.stage)
+        stages.append("goal" if decision.goal is not None else decision.stage)
         if decision.goal is not None:
             assert math.dist(decision.goal[:2], (4.0, 5.0)) < 0.1, decision.goal
             policy.on_goal_result(True)
-    assert stages == ["handoff"] * 2 + ["search"] * 4, stages
+    waits = ["handoff"] * (LOST_WAIT_STEPS + 1)
+    assert stages == waits + ["goal"] + waits + ["goal"] + ["search"] * 4, stages
     policy._target = lambda o: _person(person, o.pose[:2])
-    policy.act(_obs(4.0, 5.0, START_LOOK_STEPS + 6))
+    policy.act(_obs(4.0, 5.0, end))
     assert policy.turned_to is None
 
 
@@ -273,7 +309,7 @@ def test_a_goal_given_up_after_two_blocked_moves_is_kept_out_of_for_a_while():
         """A policy that set off to a viewpoint of a person lost 4 m ahead and stood at ``poses``."""
         policy = _policy(_room())
         policy._target = lambda o: None
-        policy.last_seen = ((6.0, 5.0), 0)
+        policy.last_seen = ((6.0, 5.0), -LOST_WAIT_STEPS - 1)  # lost, and waited for
         decisions = [policy.act(_obs(x, 5.0, k)) for k, x in enumerate(poses)]
         assert decisions[0].goal is not None and all(d.keep_going for d in decisions[1:])
         policy.on_goal_result(False)  # the executor gives it up
