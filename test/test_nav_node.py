@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import rclpy
 from action_msgs.msg import GoalStatus
+from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from affectsim_bridge.backends import BACKENDS
 from affectsim_bridge.backends.base import HumanPlacement
@@ -48,7 +49,11 @@ def graph(library, tmp_path_factory):
         rclpy.init()
         client = BridgeClient("nav_test_client", topics=("rgb",))
         client.wait_for_bridge(90)
-        clients = {t: ActionClient(client.node, t, SERVICES[n]) for t, n in (
+        # replies are queued deep enough for the burst test's 20 goals: with rclpy's default depth of 10 a client
+        # spun late (a loaded machine) lost the oldest replies (17 of 20 results arrived), whatever the server did
+        deep = {f"{k}_service_qos_profile": QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+                for k in ("goal", "result", "cancel")}
+        clients = {t: ActionClient(client.node, t, SERVICES[n], **deep) for t, n in (
             (AcquireObservation, "acquire_observation"), (SearchPerson, "search_person"), (Handoff, "handoff"),
             (FollowPerson, "follow_person"))}
         for c in clients.values():

@@ -178,6 +178,7 @@ def test_the_foxglove_layout_shows_recorded_topics(full):
         assert topic in text and topic in full.messages, topic
 
 
+@pytest.mark.serial  # the stand-in robot's 50 Hz /tf keeps wall-clock time; the images need one within 50 ms
 def test_a_robot_session_is_recorded_without_ground_truth(tmp_path):
     """``affectsim observe --record`` on the robot graph (nav, perception) driving the stand-in robot."""
     domain = pick_domain_id()

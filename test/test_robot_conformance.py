@@ -28,6 +28,8 @@ from affectsim_interfaces.action import AcquireObservation
 from affectsim_ros.launcher import GraphProcesses
 from waiting import wait_until
 
+# the stand-in robot keeps wall-clock time (50 Hz odometry, its watchdog): `make test` runs it alone
+pytestmark = pytest.mark.serial
 HERE = Path(__file__).resolve().parent
 ROBOT_ARGS = {"recognizers": "majority"}  # the recognizer does not matter here: a fast one
 # odometry watchdog of the tests that do not lose odometry: the stand-in runs beside the graph on a
