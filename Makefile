@@ -14,8 +14,8 @@ setup:  ## idempotent: venv, pinned deps, EGL libs, interfaces (see tools/setup.
 	bash tools/setup.sh
 
 # pytest worker processes of `make test`'s second phase (each test file runs whole in one of them; 0: in this
-# process). The first phase runs the tests marked `serial` alone: they measure wall-clock latency (a free-running
-# executor's overshoot), which a second worker's graphs beside them disturb on a 2-core machine
+# process). The first phase runs the tests marked `serial` alone: they keep wall-clock time (a free-running
+# executor's overshoot, the stand-in robot's odometry), which a second worker's graphs disturb on 2 cores
 TEST_WORKERS ?= 2
 test: setup  ## fast suite (< 10 min on 2 cores); slow tests run in `make test-all`
 	$(PY) -m pytest -q -m "serial and not slow" test
