@@ -89,13 +89,24 @@ def robot(tmp_path: Path, flags: list[str], name: str = "robot", odom_timeout: f
             node = rclpy.create_node("conformance_client")
             spin = rclpy.executors.SingleThreadedExecutor()
             spin.add_node(node)
-            thread = threading.Thread(target=spin.spin, daemon=True)
+            spinning = threading.Event()
+            spinning.set()
+
+            def spin_while_set() -> None:  # ends within 0.1 s of clear(): joined before rclpy.shutdown
+                while spinning.is_set():
+                    spin.spin_once(timeout_sec=0.1)
+
+            thread = threading.Thread(target=spin_while_set, daemon=True)
             thread.start()
             try:
                 acquire = ActionClient(node, AcquireObservation, SERVICES["acquire_observation"])
                 assert acquire.wait_for_server(120), (tmp_path / f"{name}_logs" / "nav.log").read_text()
                 yield g, node, acquire, log
             finally:
+                # the spinning thread ends first: rclpy.shutdown with it still waiting hung once in
+                # Context._logging_fini (py-spy), past pytest-timeout's alarm
+                spinning.clear()
+                thread.join(10)
                 spin.shutdown()
                 node.destroy_node()
                 rclpy.shutdown()
