@@ -120,7 +120,7 @@ class FrontierSearchPolicy(Policy):
     def act(self, obs: Observation) -> Decision:
         self._update_seen(obs)
         target = self._target(obs)
-        hfov = 2 * math.atan2(obs.intrinsics[2], obs.intrinsics[0])
+        hfov = horizontal_fov(obs)
         if self.handed_off:
             return self._follow(obs, target)
         ok = (target is not None and target.n_visible >= MIN_KEYPOINTS
@@ -298,6 +298,11 @@ class SocialBaseline(FrontierSearchPolicy):
     keep_m = 2.0
     approach_band = (2.0, 3.5)
     person_clearance = 1.5  # paths pass the person outside the personal zone (gap ~0.95 m)
+
+
+def horizontal_fov(obs: Observation) -> float:
+    """The horizontal field of view (rad) of the camera of ``obs``."""
+    return 2.0 * math.atan2(obs.intrinsics[2], obs.intrinsics[0])
 
 
 def _sighting(p: Person) -> Sighting:

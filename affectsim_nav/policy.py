@@ -28,7 +28,9 @@ from __future__ import annotations
 import abc
 import math
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Protocol
+
+import numpy as np
 
 from affectsim_core.actions import Action
 from affectsim_core.errors import InvalidInput
@@ -83,6 +85,17 @@ class Decision:
 Decision.CONTINUE = Decision(keep_going=True, stage="navigate")  # type: ignore[attr-defined]
 
 
+class LoopRecognizer(Protocol):
+    """A frozen emotion recognizer as a policy consults it ("recognizer in the loop"); any recognizer of
+    ``affectsim_perception``'s registry, through ``affectsim_eval.run.runner.loop_recognizer``."""
+
+    def probs_of(self, frames: np.ndarray) -> np.ndarray:
+        """(8, 224, 224, 3) uint8 RGB frames -> (5,) probabilities over ``EMOTIONS``."""
+
+    def close(self) -> None:
+        """Release the model."""
+
+
 class Policy(abc.ABC):
     """Base class of active-observation policies (one instance may run many episodes, one at a time)."""
 
@@ -90,6 +103,11 @@ class Policy(abc.ABC):
     #: True when the policy needs a frozen person detector: :func:`create_policy` passes one as
     #: ``detector`` to the constructor (policies are created by the application, which owns the models).
     uses_detector = False
+    #: The name of a recognizer (``affectsim_perception``'s registry) the policy consults while it acquires
+    #: a view ("" none): :func:`create_policy` passes it, made by the application, as ``recognizer``. Such a
+    #: policy sees what the benchmark's recognizers conclude, so its results are reported as a separate
+    #: "recognizer in the loop" variant, never as a robot-only policy's.
+    uses_recognizer = ""
 
     @abc.abstractmethod
     def reset(self, info: EpisodeInfo, planner: GridPlanner) -> None:
@@ -109,15 +127,24 @@ class Policy(abc.ABC):
 POLICIES: Registry[Policy] = Registry("policy", name_attr="name")
 
 
-def create_policy(name: str, detector: Callable[[], PersonDetector] | None = None) -> Policy:
-    """The policy registered as ``name``; one that :attr:`~Policy.uses_detector` gets ``detector()``
-    (a factory, so a policy without one never loads a model). Unknown names raise ``KeyError``."""
+def create_policy(name: str, detector: Callable[[], PersonDetector] | None = None,
+                  recognizer: Callable[[str], LoopRecognizer] | None = None) -> Policy:
+    """The policy registered as ``name``; one that :attr:`~Policy.uses_detector` gets ``detector()``, one
+    that :attr:`~Policy.uses_recognizer` gets ``recognizer(its recognizer's name)`` (factories, so a policy
+    without them never loads a model). Unknown names raise ``KeyError``."""
     cls = POLICIES.get(name)
-    if getattr(cls, "uses_detector", False):
-        if detector is None:
-            raise InvalidInput("detector", None, f"a person detector factory for policy {name!r}")
-        return cls(detector=detector())
-    return cls()
+    sees, consults = getattr(cls, "uses_detector", False), getattr(cls, "uses_recognizer", "")
+    if sees and detector is None:
+        raise InvalidInput("detector", None, f"a person detector factory for policy {name!r}")
+    if consults and recognizer is None:
+        raise InvalidInput("recognizer", None, f"a recognizer factory for policy {name!r}, which consults "
+                           f"recognizer {consults!r} (in-process runs pass one; the nav node does not)")
+    kwargs = {}
+    if sees:
+        kwargs["detector"] = detector()
+    if consults:
+        kwargs["recognizer"] = recognizer(consults)
+    return cls(**kwargs)
 
 
 @POLICIES.register("stay")

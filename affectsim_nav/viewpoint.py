@@ -229,13 +229,25 @@ class ViewpointPolicy(FrontierSearchPolicy):
         episode."""
         if not self.step_back or self.stepped_back:
             return None
+        band = self._step_back_band(obs, target)
+        if band is None:
+            return None
+        self.stepped_back = True
+        return self._move_to_view(self._approach(obs, target.xy, band), target)
+
+    def _step_back_band(self, obs: Observation, target: Person) -> tuple[float, float] | None:
+        """Where the base may stand (m from ``target``) to see the whole body: from the fit distance (from
+        the camera, :func:`~affectsim_nav.head.fit_distance` less :data:`FIT_MARGIN_RAD`, plus how far the
+        camera sits ahead of the base) to :data:`STEP_BACK_BAND_M` beyond; None when the body fits from here."""
         fit = fit_distance(float(obs.camera_pose[2, 3]), self.top(), vertical_fov(obs) - FIT_MARGIN_RAD)
         if target.distance >= fit:
             return None
-        self.stepped_back = True
-        # fit is from the camera, the viewpoints are for the base: add how far the camera sits ahead of it (m)
         ahead = math.dist(obs.camera_pose[:2, 3], obs.pose[:2])
-        goal = self._approach(obs, target.xy, (fit + ahead, fit + ahead + STEP_BACK_BAND_M))
+        return fit + ahead, fit + ahead + STEP_BACK_BAND_M
+
+    def _move_to_view(self, goal: tuple[float, float, float] | None, target: Person) -> Decision | None:
+        """Go to ``goal``, a viewpoint of ``target`` chosen before handing off, without stopping on the way to
+        centre them (None: no goal, hand off)."""
         if goal is None:
             return None
         self.goal, self.goal_person, self.backing = goal, target.xy, True  # act() notes whom it is a view of
@@ -265,11 +277,12 @@ class ViewpointPolicy(FrontierSearchPolicy):
         return ((person[0], person[1], self.person_clearance), *((x, y, SOCIAL_MARGIN_M) for x, y in self.others),
                 *self._search_avoid())
 
-    def _approach(self, obs: Observation, person: tuple[float, float],
-                  band: tuple[float, float] | None = None) -> tuple[float, float, float] | None:
+    def _approach(self, obs: Observation, person: tuple[float, float], band: tuple[float, float] | None = None,
+                  min_move: float = 0.0) -> tuple[float, float, float] | None:
         """The viewpoint ``band`` (m; default :attr:`approach_band`, then :data:`WIDE_BAND_M` where it has none)
         from ``person`` with the least path length minus :data:`ANGLE_WEIGHT_M` x :func:`three_quarter`, in
-        sight of the person, around every person seen (one planner call)."""
+        sight of the person, around every person seen, at least ``min_move`` (m) from the base (one planner
+        call)."""
         p = self.planner
         field = p.plan_from(obs.pose[:2], avoid=self._avoid(person))
         if field is None:
@@ -277,6 +290,8 @@ class ViewpointPolicy(FrontierSearchPolicy):
         gx, gy = p.centres()
         d = np.hypot(gx - person[0], gy - person[1])
         reachable = p.traversable & np.isfinite(field.dist)
+        if min_move > 0:
+            reachable &= np.hypot(gx - obs.pose[0], gy - obs.pose[1]) >= min_move
         for i, j in self.failed_goals:  # viewpoints that could not be reached
             reachable[max(0, i - 3):i + 4, max(0, j - 3):j + 4] = False
         axis = self.axis()

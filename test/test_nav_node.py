@@ -192,6 +192,8 @@ def test_cancel_preemption_and_bad_goals_keep_the_node_serving(graph, library):
         assert status == GoalStatus.STATUS_ABORTED and "stream_until" in res.message and "[0, 600.0]" in res.message
     status, res, _ = call(acquire, AcquireObservation.Goal(episode_id="bad", clip_frames=5, policy="nope"))
     assert status == GoalStatus.STATUS_ABORTED and "policy" in res.message and "baseline" in res.message
+    status, res, _ = call(acquire, AcquireObservation.Goal(episode_id="bad", clip_frames=5, policy="viewpoint-rec"))
+    assert status == GoalStatus.STATUS_ABORTED and "recognizer" in res.message  # the node has no recognizer in the loop
     # cancel mid-episode
     fb = threading.Event()
     done = threading.Event()

@@ -46,6 +46,7 @@ from affectsim_nav.active import run_active
 from affectsim_nav.policy import POLICIES, create_policy
 from affectsim_perception.person_model import clear_pose_cache
 from affectsim_eval.gym.rewards import REWARDS
+from affectsim_eval.run.runner import loop_recognizer
 from affectsim_eval.training.train import TRAINERS
 from affectsim_perception.recognizers import RECOGNIZERS, ClipInput
 from affectsim_ros.benches import BENCHES
@@ -142,7 +143,7 @@ def _policy(name, world):
     info = EpisodeInfo.make(grid, origin, 0.05, (START.x, START.y, START.yaw), b.navigable.radius)
     trajectories = []
     for _ in range(2):
-        policy = create_policy(name, lambda: DETECTORS.create("blazepose"))
+        policy = create_policy(name, lambda: DETECTORS.create("blazepose"), loop_recognizer)
         try:
             b.load(world["scene"], START, world["people"])
             res = run_active(SimulatedRobot(b), info, policy, n_clip=4, max_actions=20, max_planner_calls=5)

@@ -15,6 +15,8 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
+import numpy as np
+
 from affectsim_bridge.backends import BACKENDS
 from affectsim_core.episode import Episode
 from affectsim_core.errors import InvalidInput
@@ -29,10 +31,29 @@ from affectsim_eval.episode.orchestrator import evaluate_episode
 from affectsim_eval.episode.passive_cache import OFF, open_cache
 from affectsim_eval.run.ray_shards import ray_map
 from affectsim_eval.episode.worlds import InProcessEvalWorld
-from affectsim_nav.policy import create_policy
-from affectsim_perception.recognizers import RECOGNIZERS
+from affectsim_nav.policy import LoopRecognizer, create_policy
+from affectsim_perception.recognizers import RECOGNIZERS, ClipInput, Recognizer
 
 DETECTOR = "blazepose"  # the person detector policies get in-process (the nav node's default too)
+
+
+class _Consulted:
+    """A registered recognizer as a policy consults it (:class:`~affectsim_nav.policy.LoopRecognizer`)."""
+
+    def __init__(self, recognizer: Recognizer) -> None:
+        self.recognizer = recognizer
+
+    def probs_of(self, frames: np.ndarray) -> np.ndarray:
+        return self.recognizer.predict(ClipInput(frames)).probs
+
+    def close(self) -> None:
+        self.recognizer.close()
+
+
+def loop_recognizer(name: str) -> LoopRecognizer:
+    """The recognizer registered as ``name``, for a policy with a recognizer in the loop: the ``recognizer``
+    factory of :func:`~affectsim_nav.policy.create_policy`."""
+    return _Consulted(RECOGNIZERS.create(name))
 
 
 class EpisodeWorker:
@@ -47,7 +68,8 @@ class EpisodeWorker:
                                  "families": tuple(cfg.get("families", PAPER_FAMILIES))})
         self.data = EvalData(Path(data))
         self.times = StageTimes()
-        self.policy = create_policy(self.cfg.policy, lambda: TimedDetector(DETECTORS.create(DETECTOR), self.times))
+        self.policy = create_policy(self.cfg.policy, lambda: TimedDetector(DETECTORS.create(DETECTOR), self.times),
+                                    loop_recognizer)  # a policy with a recognizer in the loop gets its own
         self.recognizers = {n: RECOGNIZERS.create(n) for n in self.cfg.recognizers}
         self.world = InProcessEvalWorld(BACKENDS.create(self.cfg.backend), self.policy, self.recognizers, self.times)
         self.name = f"{socket.gethostname()}:{os.getpid()}"
