@@ -8,7 +8,7 @@ right 39 % of the time, where the reference observer's views of the same episode
 recognizer before it hands off:
 
 - when the three stable sightings are reached, it holds still facing the person until the last
-  :data:`WINDOW_STEPS` frames (4 s) saw them (at most :data:`WINDOW_STEPS` steps more), and gives 8 of
+  :data:`WINDOW_STEPS` frames (2 s) saw them (at most :data:`WINDOW_STEPS` steps more), and gives
   those frames, sampled as a recognition clip is, to the recognizer;
 - when the recognizer's top probability is at least :data:`CONFIDENT`, it hands off there;
 - otherwise it moves once an episode to another view of the person before it hands off: back to where the
@@ -21,6 +21,12 @@ application (:func:`~affectsim_nav.policy.create_policy`); a subclass naming ano
 its own name, is the same policy with that recognizer. Since the recognizer consulted is one the benchmark
 scores, the results of this policy are a separate "recognizer in the loop" variant, never a robot-only
 policy's. The constants were set on the val split.
+
+Measured on those 480 val episodes against ``viewpoint``: group A-Obs +0.7 [-2.8, +4.4], E-SPL@1 -2.9
+[-6.3, +0.5], mean path 1.13 -> 2.43 m. The confidence before the handoff tells whether ``viewpoint``'s
+clip from there will be read right with an AUC of 0.60 only: the recognizer's doubt is about the
+behaviour more than the view, and the other view recovered a third of what P-Ref's view gains where it
+doubts. So this is the worked example of a recognizer in the loop, not a better observer.
 """
 
 from __future__ import annotations
