@@ -60,7 +60,7 @@ class RecognizerLoopPolicy(ViewpointPolicy):
     def reset(self, info, planner) -> None:
         super().reset(info, planner)
         self.window: list[tuple[np.ndarray, bool]] = []  # the last WINDOW_STEPS (224x224 frame, person seen)
-        self.waited_from: int | None = None  # the step the wait for a full window began
+        self.waited_from: int | None = None  # the step the last wait for a full window began
         self.reviews = 0
         self.confidences: list[float] = []  # the recognizer's top probability at each check (for inspection)
 
@@ -84,8 +84,8 @@ class RecognizerLoopPolicy(ViewpointPolicy):
         if self.reviews >= REVIEWS:
             return None
         full = len(self.window) == WINDOW_STEPS and all(seen for _, seen in self.window)
-        if self.waited_from is None:
-            self.waited_from = obs.step
+        if self.waited_from is None or obs.step - self.waited_from > 2 * WINDOW_STEPS:
+            self.waited_from = obs.step  # a wait begins (an older one was given up: the person was lost)
         if not full and obs.step - self.waited_from < WINDOW_STEPS:
             return Decision(self._centre(target, horizontal_fov(obs)), stage="handoff", sighting=_sighting(target))
         self.waited_from = None

@@ -131,6 +131,21 @@ def test_a_person_lost_while_the_window_fills_is_not_asked_about():
     assert len(decisions) >= WINDOW_STEPS - HANDOFF_STEPS - 1 and len(policy.recognizer.calls) == 1
 
 
+def test_a_wait_given_up_long_ago_does_not_cut_short_the_next_one():
+    """Seen three times, then lost for long: when the person is seen again, the wait for a full window
+    begins again rather than the recognizer being asked at once about frames without them."""
+    policy, person = _policy(top=0.9), (4.2, 5.0)
+    _sees(policy, person)
+    assert not any(policy.act(_obs(2.0, k)).handoff for k in range(HANDOFF_STEPS))
+    policy._target = lambda o: policy._seen(o, None)
+    for k in range(HANDOFF_STEPS, 60):  # lost: the robot looks for them (a goal may be planned: left unreached)
+        policy.act(_obs(2.0, k))
+    policy.goal = None
+    _sees(policy, person)
+    decisions = _until_handoff(policy, 2.0, 60)
+    assert decisions[-1].handoff and len(decisions) >= WINDOW_STEPS and len(policy.recognizer.calls) == 1
+
+
 def test_the_policy_needs_a_recognizer_factory_and_closes_what_it_was_given():
     made = []
 
