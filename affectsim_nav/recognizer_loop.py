@@ -22,10 +22,10 @@ its own name, is the same policy with that recognizer. Since the recognizer cons
 scores, the results of this policy are a separate "recognizer in the loop" variant, never a robot-only
 policy's. The constants were set on the val split.
 
-Measured on those 480 val episodes against ``viewpoint``: group A-Obs +0.7 [-2.8, +4.4], E-SPL@1 -2.9
-[-6.3, +0.5], mean path 1.13 -> 2.43 m. The confidence before the handoff tells whether ``viewpoint``'s
-clip from there will be read right with an AUC of 0.60 only: the recognizer's doubt is about the
-behaviour more than the view, and the other view recovered a third of what P-Ref's view gains where it
+Measured on those 480 val episodes against ``viewpoint``: group A-Obs +0.7 [-2.9, +4.2], E-SPL@1 -2.7
+[-6.0, +0.7], mean path 1.13 -> 2.52 m. The confidence before the handoff tells whether ``viewpoint``'s
+clip from there will be read right with an AUC of 0.61 only: the recognizer's doubt is about the
+behaviour more than the view, and the other view recovered a quarter of what P-Ref's view gains where it
 doubts. So this is the worked example of a recognizer in the loop, not a better observer.
 """
 
