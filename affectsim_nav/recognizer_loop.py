@@ -59,7 +59,7 @@ class RecognizerLoopPolicy(ViewpointPolicy):
 
     def reset(self, info, planner) -> None:
         super().reset(info, planner)
-        self.window: list[tuple[np.ndarray, bool]] = []  # the last WINDOW_STEPS (224x224 frame, person seen)
+        self.window: list[tuple[np.ndarray, bool]] = []  # the last WINDOW_STEPS (RGB frame, person seen)
         self.waited_from: int | None = None  # the step the last wait for a full window began
         self.reviews = 0
         self.confidences: list[float] = []  # the recognizer's top probability at each check (for inspection)
@@ -72,10 +72,10 @@ class RecognizerLoopPolicy(ViewpointPolicy):
         return self._seen(obs, super()._target(obs))
 
     def _seen(self, obs: Observation, target: Person | None) -> Person | None:
-        """Keep the frame of ``obs`` (resized as a recognition clip's) and whether ``target`` was seen in it,
-        until the handoff; return ``target``."""
+        """Keep the frame of ``obs`` (the observation's read-only array, not a copy) and whether ``target``
+        was seen in it, until the handoff; return ``target``."""
         if not self.handed_off:
-            self.window = (self.window + [(resize(obs.rgb), target is not None)])[-WINDOW_STEPS:]
+            self.window = (self.window + [(obs.rgb, target is not None)])[-WINDOW_STEPS:]
         return target
 
     def _before_handoff(self, obs: Observation, target: Person) -> Decision | None:
@@ -90,7 +90,8 @@ class RecognizerLoopPolicy(ViewpointPolicy):
             return Decision(self._centre(target, horizontal_fov(obs)), stage="handoff", sighting=_sighting(target))
         self.waited_from = None
         frames = [f for f, _ in self.window]
-        probs = self.recognizer.probs_of(np.stack([frames[i] for i in sample_indices(len(frames), CLIP_FRAMES)]))
+        given = sample_indices(len(frames), CLIP_FRAMES)  # resized as a recognition clip's, only those given
+        probs = self.recognizer.probs_of(np.stack([resize(frames[i]) for i in given]))
         self.confidences.append(float(np.max(probs)))
         if self.confidences[-1] >= CONFIDENT:
             return None
