@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -92,8 +93,19 @@ BLOCKED_AHEAD_M = 0.5  # m ahead of the base centre where whatever blocked its m
 BLOCKED_RADIUS_M = 0.45  # m around that place kept out of
 BLOCKED_STEPS = 40  # steps (10 s) a blocked place is kept out of: a person standing there may leave
 SAME_HEADING_RAD = math.radians(1.0)  # a blocked move leaves the heading as it was
+BACK_OFF_AFTER = 3  # goals given up from one place (each after two blocked moves) before backing off from it
+BACK_OFF_BAND_M = (0.75, 1.5)  # m from the base where a back-off may end
 START_LOOK_S = 2.0  # s watched from the start before the first search move
 START_LOOK_STEPS = round(START_LOOK_S / STEP_SECONDS)
+
+
+class Blocked(NamedTuple):
+    """A place kept out of: (``x``, ``y``) m, ``map``, until step ``until``; noted with the base at ``base`` (m, ``map``)."""
+
+    x: float
+    y: float
+    until: int
+    base: tuple[float, float]
 
 
 def body_axis_in_map(det: PersonDetection, camera_pose: np.ndarray) -> float | None:
@@ -135,7 +147,8 @@ class ViewpointPolicy(FrontierSearchPolicy):
         self.view_of: tuple[float, float] | None = None  # the person (map) the current goal is a viewpoint of
         self.arrived_for: tuple[float, float] | None = None  # that goal was just reached: the person to turn to
         self.turned_to: tuple[float, float] | None = None  # the last place turned to on arriving; None once anyone is seen
-        self.blocked: list[tuple[float, float, int]] = []  # (x, y) m map kept out of, until that step
+        self.blocked: list[Blocked] = []  # places kept out of
+        self.backed_off = -1  # the step of the last back-off (blocks noted before it do not count towards another)
         self.recent: list[tuple[tuple[float, float, float], bool]] = []  # (pose, following a goal) of the last 2 acts
         self.goal_failed = False  # the executor gave up a goal since the last act
         self.no_push: tuple[float, float, float] | None = None  # the pose a follow move was last blocked from
@@ -204,17 +217,46 @@ class ViewpointPolicy(FrontierSearchPolicy):
     def _note_blocked(self, obs: Observation) -> None:
         """Forget blocked places past their time; add one :data:`BLOCKED_AHEAD_M` ahead when the goal the robot
         followed in the last two acts was given up with the base where it stood at both (two blocked moves)."""
-        self.blocked = [b for b in self.blocked if b[2] > obs.step]
+        self.blocked = [b for b in self.blocked if b.until > obs.step]
         if (self.goal_failed and len(self.recent) == 2 and all(following for _, following in self.recent)
                 and all(_same_pose(p, obs.pose) for p, _ in self.recent)):
             x, y, yaw = obs.pose
-            self.blocked.append((x + BLOCKED_AHEAD_M * math.cos(yaw), y + BLOCKED_AHEAD_M * math.sin(yaw),
-                                 obs.step + BLOCKED_STEPS))
+            self.blocked.append(Blocked(x + BLOCKED_AHEAD_M * math.cos(yaw), y + BLOCKED_AHEAD_M * math.sin(yaw),
+                                        obs.step + BLOCKED_STEPS, (x, y)))
         self.goal_failed = False
 
     def _search_avoid(self) -> tuple[tuple[float, float, float], ...]:
         """The blocked places kept out of (x, y, :data:`BLOCKED_RADIUS_M`; m, ``map``)."""
-        return tuple((x, y, BLOCKED_RADIUS_M) for x, y, _ in self.blocked)
+        return tuple((b.x, b.y, BLOCKED_RADIUS_M) for b in self.blocked)
+
+    def _back_off(self, obs: Observation) -> tuple[float, float, float] | None:
+        """After :data:`BACK_OFF_AFTER` goals given up from where the base stands (since the last back-off),
+        a goal away from them: the reachable cell :data:`BACK_OFF_BAND_M` from the base most opposite the mean
+        direction of their blocked places, a detour counted against it (one planner call). Around a person
+        pressing against the robot's flank, a path around the places ahead still sets off into them; None
+        otherwise, or with no such cell."""
+        here = [b for b in self.blocked if math.dist(b.base, obs.pose[:2]) < STUCK_M
+                and b.until - BLOCKED_STEPS > self.backed_off]
+        if len(here) < BACK_OFF_AFTER:
+            return None
+        self.backed_off = obs.step
+        x, y = float(obs.pose[0]), float(obs.pose[1])
+        ux, uy = sum(b.x - x for b in here), sum(b.y - y for b in here)
+        norm = math.hypot(ux, uy)
+        p = self.planner
+        field = p.plan_from((x, y), avoid=self._search_avoid())
+        if field is None or norm < 1e-9:
+            return None
+        gx, gy = p.centres()
+        r = np.hypot(gx - x, gy - y)
+        ii, jj = np.nonzero(p.traversable & np.isfinite(field.dist) & (r >= BACK_OFF_BAND_M[0])
+                            & (r <= BACK_OFF_BAND_M[1]))
+        if not len(ii):
+            return None
+        dx, dy, dist = gx[ii, jj] - x, gy[ii, jj] - y, r[ii, jj]
+        cost = (dx * ux + dy * uy) / (dist * norm) + field.dist[ii, jj] / dist  # toward the blocks, detour
+        k = int(np.argmin(cost))
+        return float(gx[ii[k], jj[k]]), float(gy[ii[k], jj[k]]), math.atan2(float(dy[k]), float(dx[k]))
 
     def _may_push(self, obs: Observation) -> bool:
         """The baseline's rule, and never again from a pose a move was blocked from."""
@@ -263,6 +305,9 @@ class ViewpointPolicy(FrontierSearchPolicy):
                 and self.no_view_waits < NO_VIEW_WAIT_STEPS):
             self.no_view_waits += 1
             return Decision(Action.STOP, stage="handoff")
+        if self.goal is None and (away := self._back_off(obs)) is not None:
+            self.goal = away
+            return Decision(goal=away, stage="search")
         return super()._search(obs)
 
     def on_goal_result(self, reached: bool) -> None:

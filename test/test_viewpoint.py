@@ -17,7 +17,7 @@ from affectsim_nav.baseline import HANDOFF_STEPS, FrontierSearchPolicy
 from affectsim_nav.executor import heading_to
 from affectsim_nav.head import BODY_TOP_M, fit_distance, framing_tilt, vertical_fov
 from affectsim_nav.planner import GridPlanner
-from affectsim_nav.viewpoint import (ANGLE_WEIGHT_M, BLOCKED_AHEAD_M, BLOCKED_RADIUS_M, BLOCKED_STEPS, FIT_MARGIN_RAD,
+from affectsim_nav.viewpoint import (ANGLE_WEIGHT_M, BACK_OFF_AFTER, BACK_OFF_BAND_M, BLOCKED_AHEAD_M, BLOCKED_RADIUS_M, BLOCKED_STEPS, FIT_MARGIN_RAD,
                                      LOST_WAIT_STEPS, NO_VIEW_WAIT_STEPS, START_LOOK_STEPS,
                                      STEP_BACK_BAND_M, WIDE_BAND_M, FitViewpointPolicy, ViewpointPolicy,
                                      body_axis_in_map, three_quarter)
@@ -330,6 +330,39 @@ def test_a_goal_given_up_after_two_blocked_moves_is_kept_out_of_for_a_while():
     assert policy._search_avoid() == ()
     assert going([2.0])._search_avoid() == ()  # no path: given up before any move
     assert going([2.0, 2.25])._search_avoid() == ()  # the base moved
+
+
+def test_goals_given_up_from_one_place_three_times_send_the_robot_away_from_where_they_were_blocked():
+    """A person pressing against the robot's flank blocks every path that sets off past them: after
+    BACK_OFF_AFTER goals given up from one place, each after two blocked moves toward headings east
+    (-20, 0, +20 deg), the next goal lies BACK_OFF_BAND_M away on the other side, reachable; the blocks
+    noted before it do not count towards another back-off, and fewer give none."""
+    policy = _policy(_room())
+    policy._target = lambda o: None
+    step = START_LOOK_STEPS
+
+    def blocked_at(yaw: float):
+        """A goal followed for two moves that left the base at (5, 5) heading ``yaw``, then given up."""
+        nonlocal step
+        policy.goal = (9.0, 5.0, 0.0)
+        for _ in range(2):
+            assert policy.act(replace(_obs(5.0, 5.0, step), pose=(5.0, 5.0, yaw))).keep_going
+            step += 1
+        policy.on_goal_result(False)
+        return policy.act(replace(_obs(5.0, 5.0, step), pose=(5.0, 5.0, yaw)))
+
+    here = lambda: replace(_obs(5.0, 5.0, step), pose=(5.0, 5.0, 0.0))  # noqa: E731
+    for a in (-20, 0):
+        blocked_at(math.radians(a))
+    assert policy._back_off(here()) is None  # two: the search goes on
+    away = blocked_at(math.radians(20)).goal
+    assert len(policy.blocked) == BACK_OFF_AFTER
+    assert away is not None and BACK_OFF_BAND_M[0] - 0.05 <= math.dist(away[:2], (5.0, 5.0)) <= BACK_OFF_BAND_M[1] + 0.05
+    assert away[0] < 5.0 - 0.7 and abs(away[1] - 5.0) < 0.3, away  # west, opposite the blocks
+    assert np.isfinite(policy.planner.plan_from((5.0, 5.0), avoid=policy._search_avoid()).dist[
+        policy.planner.cell(away[:2])])
+    policy.goal = None
+    assert policy._back_off(here()) is None  # the same blocks: no second back-off
 
 
 def test_the_follower_does_not_push_again_from_where_a_move_was_blocked():
