@@ -48,9 +48,12 @@ and adds:
 - **blocked moves remembered**: a goal given up after two moves that left the base where it was (something
   the map does not show stands ahead: a person too near to be detected, one who stepped into the path) leaves
   a disc :data:`BLOCKED_AHEAD_M` ahead of the base that paths and viewpoints keep out of for
-  :data:`BLOCKED_STEPS`; and the follower, once a move from a pose was blocked, does not push forward again
-  from that pose (the baseline pushes every other step). Among reactive people the baseline and this policy
-  otherwise pushed into a person for hundreds of moves (docs/observation.md).
+  :data:`BLOCKED_STEPS`; after :data:`BACK_OFF_AFTER` goals given up so from one place the robot first
+  backs off, :data:`BACK_OFF_BAND_M` the other way (:meth:`ViewpointPolicy._back_off`: a person pressing
+  against its flank blocks every path that sets off past them); and the follower, once a move from a pose
+  was blocked, does not push forward again from that pose (the baseline pushes every other step). Among
+  reactive people the baseline and this policy otherwise pushed into a person for hundreds of moves, or
+  stood re-planning beside one (docs/observation.md).
 
 ``viewpoint-fit`` (:class:`FitViewpointPolicy`) adds the view-quality stop: no handoff to a person too
 near for the whole body to fit before stepping back from them (once an episode).
