@@ -42,6 +42,7 @@ class GridPlanner:
         off = stride // 2
         sub = clear[off::stride, off::stride]
         self._offset = (off + 0.5) * info.resolution
+        self.clearance = sub  # m from each planning cell's centre to the nearest occupied or unknown map cell
         self.traversable = sub >= info.robot_radius + margin
         self.free = free[off::stride, off::stride]
         self.count_call = count_call

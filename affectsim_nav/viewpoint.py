@@ -51,7 +51,8 @@ and adds:
   :data:`BLOCKED_STEPS`; after :data:`BACK_OFF_AFTER` goals given up so from one place the robot first
   backs off, :data:`BACK_OFF_BAND_M` the other way (:meth:`ViewpointPolicy._back_off`: a person pressing
   against its flank blocks every path that sets off past them); and the follower, once a move from a pose
-  was blocked, does not push forward again from that pose (the baseline pushes every other step). Among
+  was blocked, does not push forward again from that pose (the baseline pushes every other step), nor
+  toward a wall or furniture on the map (:meth:`ViewpointPolicy._clear_ahead`). Among
   reactive people the baseline and this policy otherwise pushed into a person for hundreds of moves, or
   stood re-planning beside one (docs/observation.md).
 
@@ -73,7 +74,7 @@ import numpy as np
 from affectsim_core.actions import Action
 from affectsim_core.observation import EpisodeInfo, Observation
 from affectsim_core.person_tracking import SHOULDERS, Person, PersonDetection
-from affectsim_core.protocol import STEP_SECONDS
+from affectsim_core.protocol import FORWARD_M, STEP_SECONDS
 from affectsim_nav.active import STUCK_M
 from affectsim_nav.baseline import CONSISTENT_M, FrontierSearchPolicy, _sighting
 from affectsim_nav.head import BODY_TOP_M, HeadPointer, body_top, fit_distance, vertical_fov
@@ -262,10 +263,24 @@ class ViewpointPolicy(FrontierSearchPolicy):
         return float(gx[ii[k], jj[k]]), float(gy[ii[k], jj[k]]), math.atan2(float(dy[k]), float(dx[k]))
 
     def _may_push(self, obs: Observation) -> bool:
-        """The baseline's rule, and never again from a pose a move was blocked from."""
+        """The baseline's rule, never again from a pose a move was blocked from, and only with the move's
+        whole length ahead traversable on the map (:meth:`_clear_ahead`)."""
         if self._forward_blocked(obs):
             self.no_push = obs.pose
-        return super()._may_push(obs) and not (self.no_push is not None and _same_pose(self.no_push, obs.pose))
+        return (super()._may_push(obs) and not (self.no_push is not None and _same_pose(self.no_push, obs.pose))
+                and self._clear_ahead(obs))
+
+    def _clear_ahead(self, obs: Observation) -> bool:
+        """Whether the base's centre can go :data:`~affectsim_core.protocol.FORWARD_M` straight ahead without
+        coming nearer a map obstacle than its radius, or than it is now where it is nearer already: the follower
+        pushed a robot facing a wall or furniture into it, every move clipped or sliding along it (the
+        baseline does)."""
+        x, y, yaw = obs.pose
+        p = self.planner
+        need = min(self.info.robot_radius, float(p.clearance[p.cell((x, y))]))
+        steps = max(1, math.ceil(FORWARD_M / (p.res / 2)))
+        return all(p.clearance[p.cell((x + FORWARD_M * k / steps * math.cos(yaw), y + FORWARD_M * k / steps
+                                       * math.sin(yaw)))] >= need for k in range(1, steps + 1))
 
     def _before_handoff(self, obs: Observation, target: Person) -> Decision | None:
         """With :attr:`step_back`, step back first when the person is too near for the whole body to fit in

@@ -332,6 +332,21 @@ def test_a_goal_given_up_after_two_blocked_moves_is_kept_out_of_for_a_while():
     assert going([2.0, 2.25])._search_avoid() == ()  # the base moved
 
 
+def test_the_follower_does_not_push_into_a_wall_on_the_map():
+    """Following a person 5 m ahead with a wall 0.5 m ahead of the base: a forward move would end in it (the
+    map inflated by the robot's 0.3 m radius); the baseline pushes, this policy stays, and moves on when the
+    way is clear."""
+    def first(cls, wall_x):
+        policy = _policy(_room(wall_x), cls=cls)
+        policy._target = lambda o: None
+        policy.handed_off, policy.track = True, (7.0, 5.0)
+        return policy.act(_obs(2.0, 5.0)).action
+    assert first(FrontierSearchPolicy, 2.5) == Action.FORWARD
+    assert first(ViewpointPolicy, 2.5) == Action.STOP
+    assert first(ViewpointPolicy, 2.9) == Action.FORWARD  # 0.25 m ahead the base still keeps 0.3 m clear
+    assert first(ViewpointPolicy, None) == Action.FORWARD
+
+
 def test_goals_given_up_from_one_place_three_times_send_the_robot_away_from_where_they_were_blocked():
     """A person pressing against the robot's flank blocks every path that sets off past them: after
     BACK_OFF_AFTER goals given up from one place, each after two blocked moves toward headings east
