@@ -263,8 +263,8 @@ class ViewpointPolicy(FrontierSearchPolicy):
         return float(gx[ii[k], jj[k]]), float(gy[ii[k], jj[k]]), math.atan2(float(dy[k]), float(dx[k]))
 
     def _may_push(self, obs: Observation) -> bool:
-        """The baseline's rule, never again from a pose a move was blocked from, and only with the move's
-        whole length ahead traversable on the map (:meth:`_clear_ahead`)."""
+        """The baseline's rule, never again from a pose a move was blocked from, and only with the way ahead
+        clear on the map (:meth:`_clear_ahead`)."""
         if self._forward_blocked(obs):
             self.no_push = obs.pose
         return (super()._may_push(obs) and not (self.no_push is not None and _same_pose(self.no_push, obs.pose))
