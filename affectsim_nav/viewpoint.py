@@ -247,9 +247,11 @@ class ViewpointPolicy(FrontierSearchPolicy):
         x, y = float(obs.pose[0]), float(obs.pose[1])
         ux, uy = sum(b.x - x for b in here), sum(b.y - y for b in here)
         norm = math.hypot(ux, uy)
+        if norm < 1e-9:  # blocked all round evenly: no side to back off to
+            return None
         p = self.planner
         field = p.plan_from((x, y), avoid=self._search_avoid())
-        if field is None or norm < 1e-9:
+        if field is None:
             return None
         gx, gy = p.centres()
         r = np.hypot(gx - x, gy - y)
