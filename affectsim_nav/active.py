@@ -255,6 +255,10 @@ class ActiveEpisode:
             self.path = None
             self.policy.on_goal_result(True)
             return Action.STOP
+        if action == Action.FORWARD and not self.policy.way_clear(self.obs):  # the policy sees something ahead
+            self.path = None
+            self.policy.on_goal_result(False)
+            return Action.STOP
         return action
 
     def result(self) -> ActiveResult:

@@ -17,7 +17,9 @@ runner collects the recognition clip (twice the motion duration) while still app
 policy's actions, now outside the acquisition budget. ``Decision.goal`` asks for point-to-point
 motion to a map pose: the built-in follower turns it into primitive actions (or, in the nav node
 with ``execution: nav2``, Nav2's ``NavigateToPose`` drives there) and the policy keeps being asked each
-step; it returns ``Decision.CONTINUE`` to keep going or any other decision to preempt the goal.
+step; it returns ``Decision.CONTINUE`` to keep going or any other decision to preempt the goal. Before
+each forward move along the goal's path the built-in follower asks ``way_clear(obs)``; False gives the
+goal up there (something the map does not show stands ahead).
 ``Decision.head_tilt`` (rad, + looks down) points the head camera with any decision: the head moves
 toward it at the Fetch head's speed while the step runs, and stays there until the next command
 (every episode starts with the head as the robot was configured, level by default).
@@ -119,6 +121,12 @@ class Policy(abc.ABC):
 
     def on_goal_result(self, reached: bool) -> None:
         """The last ``Decision.goal`` was reached (True) or could not be planned / was aborted (False)."""
+
+    def way_clear(self, obs: Observation) -> bool:
+        """Asked by the built-in follower before each forward move along a goal's path: False gives the goal
+        up before the move (``on_goal_result(False)``) and the robot stays this step, as when something the
+        map does not show stands ahead. Nav2 (``execution: nav2``) keeps its own costmap and does not ask."""
+        return True
 
     def close(self) -> None:
         """Release models (detectors) the policy holds."""

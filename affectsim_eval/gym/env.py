@@ -89,6 +89,9 @@ class Commanded(Policy):
         if self.driver is not None:
             self.driver.on_goal_result(reached)
 
+    def way_clear(self, obs: Observation) -> bool:
+        return self.driver is None or self.driver.way_clear(obs)
+
 
 class _Acquired:
     """The in-process world with an acquisition already made (the environment's episode), so the
