@@ -54,7 +54,11 @@ and adds:
   was blocked, does not push forward again from that pose (the baseline pushes every other step), nor
   toward a wall or furniture on the map (:meth:`ViewpointPolicy._clear_ahead`). Among
   reactive people the baseline and this policy otherwise pushed into a person for hundreds of moves, or
-  stood re-planning beside one (docs/observation.md).
+  stood re-planning beside one (docs/observation.md);
+- **something off the map seen in depth** (:class:`~affectsim_nav.obstacles.UnmappedObstacles`): a goal is
+  given up before a move into what the depth image shows within the next move and the map does not (a
+  person too near for the detector), the place kept out of as a blocked one; the follower does not move
+  into it either.
 
 ``viewpoint-fit`` (:class:`FitViewpointPolicy`) adds the view-quality stop: no handoff to a person too
 near for the whole body to fit before stepping back from them (once an episode).
@@ -78,6 +82,7 @@ from affectsim_core.protocol import FORWARD_M, STEP_SECONDS
 from affectsim_nav.active import STUCK_M
 from affectsim_nav.baseline import CONSISTENT_M, FrontierSearchPolicy, _sighting
 from affectsim_nav.head import BODY_TOP_M, HeadPointer, body_top, fit_distance, vertical_fov
+from affectsim_nav.obstacles import UnmappedObstacles
 from affectsim_nav.planner import GridPlanner
 from affectsim_nav.policy import POLICIES, Decision
 
@@ -157,6 +162,7 @@ class ViewpointPolicy(FrontierSearchPolicy):
         self.goal_failed = False  # the executor gave up a goal since the last act
         self.no_push: tuple[float, float, float] | None = None  # the pose a follow move was last blocked from
         self.no_view_waits = 0  # steps waited with someone seen and no viewpoint of them
+        self.unmapped = UnmappedObstacles(info)  # what stands ahead in depth, off the map
 
     # ------------------------------------------------------------------ perception
     def _target(self, obs: Observation) -> Person | None:
@@ -229,6 +235,15 @@ class ViewpointPolicy(FrontierSearchPolicy):
                                         obs.step + BLOCKED_STEPS, (x, y)))
         self.goal_failed = False
 
+    def way_clear(self, obs: Observation) -> bool:
+        """False when something off the map stands within the next forward move in depth
+        (:meth:`~affectsim_nav.obstacles.UnmappedObstacles.ahead`): the follower gives the goal up before the
+        move, and the place is kept out of as one a move was blocked by."""
+        hit = self.unmapped.ahead(obs)
+        if hit is not None:
+            self.blocked.append(Blocked(hit[0], hit[1], obs.step + BLOCKED_STEPS, (obs.pose[0], obs.pose[1])))
+        return hit is None
+
     def _search_avoid(self) -> tuple[tuple[float, float, float], ...]:
         """The blocked places kept out of (x, y, :data:`BLOCKED_RADIUS_M`; m, ``map``)."""
         return tuple((b.x, b.y, BLOCKED_RADIUS_M) for b in self.blocked)
@@ -266,11 +281,11 @@ class ViewpointPolicy(FrontierSearchPolicy):
 
     def _may_push(self, obs: Observation) -> bool:
         """The baseline's rule, never again from a pose a move was blocked from, and only with the way ahead
-        clear on the map (:meth:`_clear_ahead`)."""
+        clear on the map (:meth:`_clear_ahead`) and in depth (:attr:`unmapped`)."""
         if self._forward_blocked(obs):
             self.no_push = obs.pose
         return (super()._may_push(obs) and not (self.no_push is not None and _same_pose(self.no_push, obs.pose))
-                and self._clear_ahead(obs))
+                and self._clear_ahead(obs) and self.unmapped.ahead(obs) is None)
 
     def _clear_ahead(self, obs: Observation) -> bool:
         """Whether the base's centre can go :data:`~affectsim_core.protocol.FORWARD_M` straight ahead without
