@@ -35,10 +35,10 @@ class UnmappedObstacles:
         self._off_map = ndimage.distance_transform_edt(info.occupancy == 0) * info.resolution  # m to a non-free cell
 
     def ahead(self, obs: Observation, reach: float = FORWARD_M) -> tuple[float, float] | None:
-        """The nearest depth point (x, y; m, ``map``) off the map, :data:`HEIGHT_RANGE_M` above the floor,
-        within the robot's radius plus :data:`SWEEP_MARGIN_M` of the segment the base centre sweeps moving
-        ``reach`` (m) straight ahead, ahead of the base centre and outside its footprint (the robot's own body); None when fewer than :data:`MIN_POINTS`
-        such points are seen."""
+        """The nearest depth point (x, y; m, ``map``) off the map, :data:`HEIGHT_RANGE_M` above the floor
+        (``map`` z = 0), within the robot's radius plus :data:`SWEEP_MARGIN_M` of the segment the base centre
+        sweeps moving ``reach`` (m) straight ahead, ahead of the base centre and outside its footprint (where
+        the robot's own body is); None when fewer than :data:`MIN_POINTS` such points are seen."""
         h, w = obs.depth.shape
         v, u = np.mgrid[DEPTH_STRIDE_PX // 2:h:DEPTH_STRIDE_PX, DEPTH_STRIDE_PX // 2:w:DEPTH_STRIDE_PX]
         p = obs.backproject(u.ravel(), v.ravel())

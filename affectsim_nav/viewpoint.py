@@ -238,10 +238,14 @@ class ViewpointPolicy(FrontierSearchPolicy):
     def way_clear(self, obs: Observation) -> bool:
         """False when something off the map stands within the next forward move in depth
         (:meth:`~affectsim_nav.obstacles.UnmappedObstacles.ahead`): the follower gives the goal up before the
-        move, and the place is kept out of as one a move was blocked by."""
+        move, and the place is kept out of as one two blocked moves leave, toward what was seen and at least
+        :data:`BLOCKED_AHEAD_M` ahead (the base outside it: plans start where it stands)."""
         hit = self.unmapped.ahead(obs)
         if hit is not None:
-            self.blocked.append(Blocked(hit[0], hit[1], obs.step + BLOCKED_STEPS, (obs.pose[0], obs.pose[1])))
+            x, y = obs.pose[0], obs.pose[1]
+            d = math.dist(hit, (x, y))  # > the robot's radius: the footprint is not looked in
+            k = max(d, BLOCKED_AHEAD_M) / d
+            self.blocked.append(Blocked(x + k * (hit[0] - x), y + k * (hit[1] - y), obs.step + BLOCKED_STEPS, (x, y)))
         return hit is None
 
     def _search_avoid(self) -> tuple[tuple[float, float, float], ...]:

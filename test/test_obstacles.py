@@ -23,7 +23,7 @@ from affectsim_nav.baseline import FrontierSearchPolicy
 from affectsim_nav.obstacles import UnmappedObstacles
 from affectsim_nav.planner import GridPlanner
 from affectsim_nav.policy import Decision, Policy
-from affectsim_nav.viewpoint import BLOCKED_STEPS, ViewpointPolicy
+from affectsim_nav.viewpoint import BLOCKED_AHEAD_M, BLOCKED_STEPS, ViewpointPolicy
 
 W, H, F = 160, 120, 138.5  # pixels; 2 atan(60 / 138.5) = 46.8 deg vertical field of view, the Fetch head camera's
 CAMERA_AHEAD_M, CAMERA_UP_M = 0.1, 1.1  # the camera's place on the base (m ahead of its centre, m up)
@@ -71,17 +71,21 @@ def test_something_off_the_map_within_the_next_move_is_found_where_it_stands():
     assert check.ahead(_seen(2.0, 5.0, 0.8), reach=0.6) is not None  # a longer move reaches it
 
 
-def test_the_way_is_not_clear_into_something_off_the_map_and_its_place_is_kept_out_of():
-    """A person 0.55 m ahead (too near for the detector): the way is not clear, and the person's place is kept
-    out of for BLOCKED_STEPS, so the next plan goes round; 1.6 m ahead the way is clear and nothing is noted."""
+@pytest.mark.parametrize("box_ahead", [0.45, 0.25])
+def test_the_way_is_not_clear_into_something_off_the_map_and_its_place_is_kept_out_of(box_ahead):
+    """A person 0.55 or 0.35 m ahead (too near for the detector): the way is not clear, and a place toward them
+    at least BLOCKED_AHEAD_M ahead is kept out of for BLOCKED_STEPS, so the next plan goes round them from where
+    the robot stands (a disc around the base would leave it nowhere to go); 1.6 m ahead the way is clear."""
     policy = ViewpointPolicy(detector=None)
     policy.reset(_room(), GridPlanner(_room()))
     assert policy.way_clear(_seen(2.0, 5.0, 1.5, step=7)) and policy.blocked == []
-    assert not policy.way_clear(_seen(2.0, 5.0, 0.45, step=7))
+    assert not policy.way_clear(_seen(2.0, 5.0, box_ahead, step=7))
     (x, y, r), = policy._search_avoid()
-    assert (x, y) == pytest.approx((2.55, 5.0), abs=0.05) and policy.blocked[0].until == 7 + BLOCKED_STEPS
+    ahead = max(CAMERA_AHEAD_M + box_ahead, BLOCKED_AHEAD_M)
+    assert (x, y) == pytest.approx((2.0 + ahead, 5.0), abs=0.05) and policy.blocked[0].until == 7 + BLOCKED_STEPS
     field = policy.planner.plan_from((2.0, 5.0), avoid=policy._search_avoid())
-    assert not np.isfinite(field.dist[policy.planner.cell((2.6, 5.0))])
+    assert not np.isfinite(field.dist[policy.planner.cell((2.0 + ahead, 5.0))])
+    assert np.isfinite(field.dist[policy.planner.cell((2.0, 6.0))])  # round them
 
 
 def test_the_follower_does_not_push_into_something_off_the_map():
