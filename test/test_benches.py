@@ -119,14 +119,17 @@ def test_the_policies_table_puts_each_policy_beside_the_first():
 
     iv = {"estimate": 0.1, "low": -0.05, "high": 0.2, "undefined": 0.0, "se": 0.06}
     second = run(0.5, ["dyadic"])
+    second["beyond_ref"] = {"estimate": -0.02, "low": -0.07, "high": 0.03, "undefined": 0.0}
     second["vs_first"] = {"n": 3, "a_obs": {"pose": iv, "group": iv}, "recovery": iv, "e_spl": {1: iv, 3: iv},
                           "family": {"dyadic": {"n": 2, "a_obs": iv}}}
     res = {"policies": ["baseline", "viewpoint"], "runs": {"baseline": run(0.4, ["dyadic", "action_grounded"]),
                                                            "viewpoint": second}}
     text = table(res)
     assert table(json.loads(json.dumps(res))) == text  # the --out JSON (radii as string keys) reads back the same
-    # its own n, and the n of the episodes both policies hold
-    assert "| viewpoint | 4 | 3 | 30.0 | 25.0 / 50.0 / – | +10.0 [-5.0, +20.0] | +10.0 [-5.0, +20.0] |" in text, text
+    # its own n, the n of the episodes both policies hold, its A-Obs against its own P-Ref (none stored: empty)
+    assert ("| viewpoint | 4 | 3 | 30.0 | 25.0 / 50.0 / – | -2.0 [-7.0, +3.0] | +10.0 [-5.0, +20.0] "
+            "| +10.0 [-5.0, +20.0] |") in text, text
+    assert "| baseline | 4 |  | 30.0 | 25.0 / 50.0 / – |  |  |" in text, text
     assert "| viewpoint | 50.0 (+10.0 [-5.0, +20.0]) |" in text, text  # A-Obs per recognizer
     assert "| viewpoint |  | 50.0 (n=2) +10.0 [-5.0, +20.0] |" in text, text  # a family the policy was not run on stays empty
     assert "| viewpoint |  | 12.5 |" in text, text  # clipped translations per family

@@ -89,6 +89,26 @@ def test_a_gain_on_the_same_episodes_is_paired():
                                                                            iv["gain"]["a"]["a_obs"].high)
 
 
+def test_a_view_that_reads_better_than_the_reference_is_found_above_p_ref():
+    """A-Obs − P-Ref is the metrics' difference on the same episodes, exactly 0 where the two settings predict
+    alike, holds where A-Obs reads better, and the report states the verdict from its interval."""
+    same = intervals(_run(40, 0.3, 0.6), ["a", "b"], {})
+    d = same["beyond_ref"][GROUP]
+    assert d.estimate == 0 and d.low == 0 and d.high == 0  # P-Ref and A-Obs predict alike in _run
+    records = _run(600, 0.3, 0.6)
+    for r in records:  # P-Ref now reads as P-Init does
+        for rec in ("a", "b"):
+            r.predictions[rec]["p_ref"] = r.predictions[rec]["p_init"]
+    iv = intervals(records, ["a", "b"], {})
+    f1 = compute_all(records)["macro_f1"]["a"]
+    assert iv["beyond_ref"]["a"].estimate == pytest.approx(f1["a_obs"] - f1["p_ref"])
+    assert greater(iv["beyond_ref"][GROUP]) == "holds" and iv["beyond_ref"][GROUP].low > 0.1
+    s = summarize(records)
+    line = next(line for line in validity(s) if "A-Obs > P-Ref" in line)
+    assert "**holds**" in line, line
+    assert "A-Obs − P-Ref" in render(s, {}, [], {})
+
+
 def test_an_ensemble_of_the_runs_models_counts_once_in_the_distinct_group():
     assert distinct_models(["committee", "pose", "rgb"], {"committee": ("pose", "rgb")}) == ["pose", "rgb"]
     assert distinct_models(["committee", "pose"], {"committee": ("pose", "rgb")}) == ["committee", "pose"]

@@ -80,6 +80,10 @@ def validity(s: dict) -> list[str]:
         smallest = detectable(d)
         out.append(line + (f". This run detects differences of {100 * smallest:.1f} points or more." if smallest
                            else "."))
+    if "p_ref" in g and "a_obs" in g:
+        d = iv["beyond_ref"][GROUP]
+        out.append(f"- **A-Obs > P-Ref** (the view acquired reads better than the reference view): "
+                   f"**{greater(d)}** — {pct(g['a_obs'])} vs {pct(g['p_ref'])} Macro-F1, {d.text(100)} points.")
     o, oi = s["group_ogr"], iv["ogr"].get(GROUP)
     if "p_ref" in g:
         if o is None:

@@ -39,6 +39,7 @@ EQUIVALENT = 0.03  # "P-Mon ≈ P-Init": within 3 points of Macro-F1 (fraction)
 SPREAD_EPS = 1e-12  # a bootstrap standard error below this is rounding: the resamples did not vary
 GROUP, DISTINCT = "group", "distinct"
 GAINS = {"p_ref": "P-Ref − P-Init", "p_mon": "P-Mon − P-Init", "a_obs": "A-Obs − P-Init"}  # setting − P-Init
+BEYOND_REF = "A-Obs − P-Ref"
 _K = len(EMOTIONS)
 
 
@@ -137,10 +138,11 @@ def typed(result: dict) -> dict:
 def intervals(records: Sequence[EpisodeRecord], models: Sequence[str], members: Mapping[str, Sequence[str]],
               resamples: int = RESAMPLES, seed: int = SEED) -> dict:
     """The report's intervals: ``macro_f1[rec][setting]``, ``gain[rec][setting]`` (setting − P-Init),
-    ``ogr[rec]``, ``recovery[rec]``, ``e_spl[radius][rec]`` (rec: every recognizer, ``group`` and
-    ``distinct`` when there are trained ones; ``groups``: their members), ``family[family]["gain"]``
-    (the group's, per setting), and how they were drawn. Intervals (fractions) are dicts of
-    ``estimate``, ``low``, ``high``, ``undefined``, ``se``: a metric result of numbers."""
+    ``ogr[rec]``, ``beyond_ref[rec]`` (A-Obs − P-Ref: whether the view acquired reads better than the
+    reference view; None without P-Ref), ``recovery[rec]``, ``e_spl[radius][rec]`` (rec: every
+    recognizer, ``group`` and ``distinct`` when there are trained ones; ``groups``: their members),
+    ``family[family]["gain"]`` (the group's, per setting), and how they were drawn. Intervals (fractions)
+    are dicts of ``estimate``, ``low``, ``high``, ``undefined``, ``se``: a metric result of numbers."""
     pair = Paired.drawn(records, resamples, seed)
     n = len(pair.records)
     names = list(records[0].recognizers)
@@ -158,11 +160,13 @@ def intervals(records: Sequence[EpisodeRecord], models: Sequence[str], members: 
             espl[r][g] = _nanmean([espl[r][m] for m in ms])
     out = {"n": n, "resamples": resamples, "seed": seed, "level": LEVEL,
            "groups": {g: {m: 1 for m in ms} for g, ms in groups.items()},
-           "macro_f1": {}, "gain": {}, "ogr": {}, "recovery": {}, "e_spl": {r: {} for r in espl}, "family": {}}
+           "macro_f1": {}, "gain": {}, "ogr": {}, "beyond_ref": {}, "recovery": {}, "e_spl": {r: {} for r in espl},
+           "family": {}}
     for rec, m in f1.items():
         out["macro_f1"][rec] = {x: _fields(v, n) for x, v in m.items()}
         out["gain"][rec] = {x: _fields(m[x] - m["p_init"], n) for x in GAINS if x in m}
         out["ogr"][rec] = _fields(_ogr(m["p_init"], m["p_ref"], m["a_obs"]), n) if "p_ref" in m else None
+        out["beyond_ref"][rec] = _fields(m["a_obs"] - m["p_ref"], n) if "p_ref" in m else None
         out["recovery"][rec] = _fields(rec_[rec], n)
         for r in espl:
             out["e_spl"][r][rec] = _fields(espl[r][rec], n)
@@ -275,8 +279,8 @@ def describe(iv: dict) -> str:
 
 
 def section(iv: dict, names: Sequence[str]) -> list[str]:
-    """The report's section of intervals: Macro-F1 per setting; gains, OGR, Recovery and E-SPL; the
-    group's gains per family; and how large a run each claim needs."""
+    """The report's section of intervals: Macro-F1 per setting; gains, OGR, A-Obs − P-Ref, Recovery and
+    E-SPL; the group's gains per family; and how large a run each claim needs."""
     rows = _rows(iv, names)
     settings = list(iv["macro_f1"][names[0]])
     gains = [x for x in GAINS if x in iv["gain"][names[0]]]
@@ -284,10 +288,11 @@ def section(iv: dict, names: Sequence[str]) -> list[str]:
     lines = ["## Intervals (95 %, paired bootstrap over episodes)", "", describe(iv), "",
              table(["recognizer", *(NAMES[x] for x in settings)],
                    [[r, *(_cell(iv["macro_f1"][r][x]) for x in settings)] for r in rows]), "",
-             table(["recognizer", *(GAINS[x] for x in gains), *(["OGR %"] if "p_ref" in gains else []), "Recovery",
-                    *(f"E-SPL@{r}" for r in radii)],
+             table(["recognizer", *(GAINS[x] for x in gains), *(["OGR %", BEYOND_REF] if "p_ref" in gains else []),
+                    "Recovery", *(f"E-SPL@{r}" for r in radii)],
                    [[r, *(_cell(iv["gain"][r][x], True) for x in gains),
-                     *([_cell(iv["ogr"][r])] if "p_ref" in gains else []), _cell(iv["recovery"][r]),
+                     *([_cell(iv["ogr"][r]), _cell(iv["beyond_ref"][r], True)] if "p_ref" in gains else []),
+                     _cell(iv["recovery"][r]),
                      *(_cell(iv["e_spl"][k][r]) for k in radii)] for r in rows]), ""]
     if iv["family"]:
         lines += ["Group gains per family (resampled within the family; a family of few episodes decides little):", "",
@@ -297,8 +302,9 @@ def section(iv: dict, names: Sequence[str]) -> list[str]:
         lines += ["How large a run each group claim needs (80 % power, 5 % two-sided; the standard error shrinks as "
                   "1/√episodes):", "",
                   table(["difference", "observed", "smallest detectable here", "episodes to detect the observed"],
-                        [[GAINS[x], _cell(iv["gain"][GROUP][x], True), _points(detectable(iv["gain"][GROUP][x])),
-                          _count(episodes_needed(iv["gain"][GROUP][x]))] for x in gains]), ""]
+                        [[name, _cell(d, True), _points(detectable(d)), _count(episodes_needed(d))]
+                         for name, d in [*((GAINS[x], iv["gain"][GROUP][x]) for x in gains),
+                                         *([(BEYOND_REF, iv["beyond_ref"][GROUP])] if "p_ref" in gains else [])]]), ""]
     return lines
 
 

@@ -8,8 +8,9 @@ to the robot (docs/reactive_humans.md), in stores of their own (``WORK/reactive/
 
 Printed: Table 3 with Table 6 per policy; then, per policy against the first, on one paired bootstrap draw
 within each family (:func:`~affectsim_eval.scoring.uncertainty.differences`, 95 % intervals): the group's
-A-Obs, Recovery and E-SPL@1/3/5 differences; A-Obs per recognizer; A-Obs per family; clipped translations
-per family; and with reactive people the social measures of all targets.
+A-Obs, Recovery and E-SPL@1/3/5 differences, beside each policy's A-Obs against its own P-Ref (whether the
+view it acquires reads better than the reference view); A-Obs per recognizer; A-Obs per family; clipped
+translations per family; and with reactive people the social measures of all targets.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def run(out: Path | None = None, policies: tuple[str, ...] = DEFAULT_POLICIES, e
         res["runs"][policy] = {"n": sm["n"], "models": sm["models"], "group": sm["group"],
                                "group_ogr": sm["group_ogr"], "group_recovery": sm["group_recovery"],
                                "group_e_spl": sm["group_e_spl"], "macro_f1": sm["macro_f1"],
+                               "beyond_ref": _as_json(sm["intervals"]["beyond_ref"].get(GROUP)),
                                "table6": {k: sm["table6"][k] for k in TABLE6_COLUMNS},
                                "family": {f: {"n": v["n"], "a_obs": v["group"].get("a_obs"),
                                               "clipped_pct": table6([r.a_obs.diagnostics for r in recs[policy].values()
@@ -83,6 +85,11 @@ def run(out: Path | None = None, policies: tuple[str, ...] = DEFAULT_POLICIES, e
     return res
 
 
+def _as_json(iv: Interval | None) -> dict | None:
+    """An interval as the JSON numbers :func:`_diff` reads back (None without one)."""
+    return None if iv is None else {k: getattr(iv, k) for k in ("estimate", "low", "high", "undefined")}
+
+
 def _diff(v: dict | None) -> str:
     """A difference with its interval in points, or nothing (the first policy's own row)."""
     return Interval(v["estimate"], v["low"], v["high"], v["undefined"], 0, 0).text(100) if v else ""
@@ -94,9 +101,9 @@ def _radius(by: dict, r: int):
 
 
 def table(res: dict) -> str:
-    """Table 3 with Table 6 per policy, then against the first policy: the group's differences, A-Obs per
-    recognizer and per family, clipped translations per family, and the social measures with reactive
-    people (Markdown; ``res`` as :func:`run` returns it or as its JSON reads back)."""
+    """Table 3 with Table 6 per policy, then each policy's A-Obs − P-Ref and, against the first policy, the
+    group's differences, A-Obs per recognizer and per family, clipped translations per family, and the social
+    measures with reactive people (Markdown; ``res`` as :func:`run` returns it or as its JSON reads back)."""
     runs = res["runs"]
     first = res["policies"][0]
     out = table3_6(runs, "policy")
@@ -105,11 +112,12 @@ def table(res: dict) -> str:
         v = c.get("vs_first") or {}
         rows.append([name, c["n"], v.get("n", ""), md.pct(c["group_recovery"]),
                      " / ".join(md.pct(_radius(c["group_e_spl"], r)) for r in ESPL_RADII),
-                     _diff(v.get("a_obs", {}).get(GROUP)), _diff(v.get("recovery")),
+                     _diff(c.get("beyond_ref")), _diff(v.get("a_obs", {}).get(GROUP)), _diff(v.get("recovery")),
                      *(_diff(_radius(v.get("e_spl", {}), r)) for r in ESPL_RADII)])
-    out += ["", f"Against `{first}` on the episodes both hold (paired n; 95 % paired bootstrap within each family, "
-                "points):", "",
+    out += ["", f"Each policy's A-Obs against its own P-Ref, and against `{first}` on the episodes both hold "
+                "(paired n; 95 % paired bootstrap within each family, points):", "",
             md.table(["policy", "n", "paired n", "Recovery %", "E-SPL@" + "/".join(map(str, ESPL_RADII)) + " %",
+                      "A-Obs − P-Ref",
                       "A-Obs − first", "Recovery − first", *(f"E-SPL@{r} − first" for r in ESPL_RADII)], rows)]
     models = runs[first].get("models") or []
     if models:
