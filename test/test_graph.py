@@ -56,8 +56,14 @@ def test_launch_topics_up_then_ctrl_c_leaves_no_process():
         nodes = psutil.Process(launcher.pid).children()
         assert len(nodes) == len(GRAPHS["stack"]), f"one process per node of the stack: {[n.cmdline() for n in nodes]}"
         children = psutil.Process(launcher.pid).children(recursive=True)  # nodes and anything they started
-        bound = _bound_addresses({launcher.pid, os.getpid(), *(c.pid for c in children)})
-        assert {p.pid for p in nodes} <= set(bound), f"every node has sockets: {bound}"
+        pids = {launcher.pid, os.getpid(), *(c.pid for c in children)}
+
+        def every_node_bound() -> dict[int, set[str]] | None:
+            bound = _bound_addresses(pids)
+            return bound if {p.pid for p in nodes} <= set(bound) else None
+
+        # a node may still be starting when the bridge's first frame arrives (once it had no socket yet)
+        bound = wait_until(every_node_bound, 60, "a socket for every node of the stack")
         off_loopback = {pid: sorted(a - {"127.0.0.1"}) for pid, a in bound.items() if a - {"127.0.0.1"}}
         assert not off_loopback, f"sockets beyond loopback (ss -uatnp): {off_loopback}"
         # free-running: /cmd_vel drives the base, sim time advances by itself

@@ -50,9 +50,11 @@ def graph(library, tmp_path_factory):
         client = BridgeClient("nav_test_client", topics=("rgb",))
         client.wait_for_bridge(90)
         # replies are queued deep enough for the burst test's 20 goals: with rclpy's default depth of 10 a client
-        # spun late (a loaded machine) lost the oldest replies (17 of 20 results arrived), whatever the server did
-        deep = {f"{k}_service_qos_profile": QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-                for k in ("goal", "result", "cancel")}
+        # spun late (a loaded machine) lost the oldest replies (17 of 20 results arrived), whatever the server did;
+        # and feedback, one message a step, every one of which the trajectory test counts (78 of 80 arrived)
+        qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        deep = {**{f"{k}_service_qos_profile": qos for k in ("goal", "result", "cancel")},
+                "feedback_sub_qos_profile": qos}
         clients = {t: ActionClient(client.node, t, SERVICES[n], **deep) for t, n in (
             (AcquireObservation, "acquire_observation"), (SearchPerson, "search_person"), (Handoff, "handoff"),
             (FollowPerson, "follow_person"))}
