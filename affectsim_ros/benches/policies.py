@@ -16,6 +16,7 @@ translations per family; and with reactive people the social measures of all tar
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from pathlib import Path
 
 from affectsim_bridge.humans.reactive import HUMANS_MODES
@@ -87,7 +88,7 @@ def run(out: Path | None = None, policies: tuple[str, ...] = DEFAULT_POLICIES, e
 
 def _as_json(iv: Interval | None) -> dict | None:
     """An interval as the JSON numbers :func:`_diff` reads back (None without one)."""
-    return None if iv is None else {k: getattr(iv, k) for k in ("estimate", "low", "high", "undefined")}
+    return None if iv is None else asdict(iv)
 
 
 def _diff(v: dict | None) -> str:
