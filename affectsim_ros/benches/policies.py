@@ -64,10 +64,11 @@ def run(out: Path | None = None, policies: tuple[str, ...] = DEFAULT_POLICIES, e
             f"{s.wall:.0f} s")
         recs[policy] = stored_records(where)
         sm = summarize(list(recs[policy].values()))
+        beyond_ref = sm["intervals"]["beyond_ref"].get(GROUP)  # an Interval, or None without P-Ref or models
         res["runs"][policy] = {"n": sm["n"], "models": sm["models"], "group": sm["group"],
                                "group_ogr": sm["group_ogr"], "group_recovery": sm["group_recovery"],
                                "group_e_spl": sm["group_e_spl"], "macro_f1": sm["macro_f1"],
-                               "beyond_ref": _as_json(sm["intervals"]["beyond_ref"].get(GROUP)),
+                               "beyond_ref": asdict(beyond_ref) if beyond_ref else None,
                                "table6": {k: sm["table6"][k] for k in TABLE6_COLUMNS},
                                "family": {f: {"n": v["n"], "a_obs": v["group"].get("a_obs"),
                                               "clipped_pct": table6([r.a_obs.diagnostics for r in recs[policy].values()
@@ -84,11 +85,6 @@ def run(out: Path | None = None, policies: tuple[str, ...] = DEFAULT_POLICIES, e
         write_json(Path(out), res, indent=1)
         log(f"[bench policies] {out}")
     return res
-
-
-def _as_json(iv: Interval | None) -> dict | None:
-    """An interval as the JSON numbers :func:`_diff` reads back (None without one)."""
-    return None if iv is None else asdict(iv)
 
 
 def _diff(v: dict | None) -> str:
