@@ -106,6 +106,8 @@ def test_a_view_that_reads_better_than_the_reference_is_found_above_p_ref():
     s = summarize(records)
     line = next(line for line in validity(s) if "A-Obs > P-Ref" in line)
     assert "**holds**" in line, line
+    # read as the claims against P-Init are: beside the noise floors, with the smallest difference the run detects
+    assert "noise floors: uniform" in line and "This run detects" in line, line
     assert "A-Obs − P-Ref" in render(s, {}, [], {})
 
 
