@@ -98,6 +98,9 @@ WIDE_BAND_M = (1.2, 3.0)  # m from the person: where viewpoints are looked for w
 LOST_WAIT_STEPS = 3  # steps (0.75 s) a person lost from view is waited for, facing where they were, before moving
 NO_VIEW_WAIT_STEPS = 8  # steps (2 s) an episode waited with someone seen and no viewpoint of them
 STEP_BACK_BAND_M = 0.6  # m beyond the fit distance where a step back may end
+SQUARE_ON_RAD = math.radians(25.0)  # off the body axis (front or back) within which a view is square-on
+QUARTER_MIN = 0.8  # three_quarter() of the viewpoint a square-on view moves to: 36-54 deg off the axis
+STILL_M = 0.3  # m within which the stable sightings of a person standing still lie
 BLOCKED_AHEAD_M = 0.5  # m ahead of the base centre where whatever blocked its moves is placed (map)
 BLOCKED_RADIUS_M = 0.45  # m around that place kept out of
 BLOCKED_STEPS = 40  # steps (10 s) a blocked place is kept out of: a person standing there may leave
@@ -143,6 +146,7 @@ class ViewpointPolicy(FrontierSearchPolicy):
     approach_band = (1.8, 2.3)  # m from the located person: the distance read best (2-2.5 m from the camera)
     lost_wait = LOST_WAIT_STEPS
     step_back = False  # the view-quality stop: no handoff before stepping back from a person too near to fit
+    turn_square = False  # the view-angle stop: no handoff from square-on to a person standing still
 
     def reset(self, info: EpisodeInfo, planner: GridPlanner) -> None:
         super().reset(info, planner)
@@ -152,6 +156,7 @@ class ViewpointPolicy(FrontierSearchPolicy):
         self.others: list[tuple[float, float]] = []  # other people seen (map), never the target
         self.head = HeadPointer()
         self.stepped_back = False  # a step back was considered (once an episode)
+        self.squared = False  # a move off a square-on view was considered (once an episode)
         self.backing = False  # a step back is under way
         self.view_of: tuple[float, float] | None = None  # the person (map) the current goal is a viewpoint of
         self.arrived_for: tuple[float, float] | None = None  # that goal was just reached: the person to turn to
@@ -307,14 +312,19 @@ class ViewpointPolicy(FrontierSearchPolicy):
         """With :attr:`step_back`, step back first when the person is too near for the whole body to fit in
         the image (:func:`~affectsim_nav.head.fit_distance` of their measured height, less
         :data:`FIT_MARGIN_RAD`): to a viewpoint up to :data:`STEP_BACK_BAND_M` beyond that distance, once an
-        episode."""
-        if not self.step_back or self.stepped_back:
-            return None
-        band = self._step_back_band(obs, target)
-        if band is None:
-            return None
-        self.stepped_back = True
-        return self._move_to_view(self._approach(obs, target.xy, band), target)
+        episode. With :attr:`turn_square`, move first when the robot sees a person standing still (the stable
+        sightings within :data:`STILL_M`) square-on, within :data:`SQUARE_ON_RAD` of their body axis (front or
+        back: the two are not told apart), to the nearest three-quarter viewpoint of them (at least
+        :data:`QUARTER_MIN` of :func:`three_quarter`), once an episode."""
+        if self.step_back and not self.stepped_back and (band := self._step_back_band(obs, target)) is not None:
+            self.stepped_back = True
+            return self._move_to_view(self._approach(obs, target.xy, band), target)
+        if self.turn_square and not self.squared and (axis := self.axis()) is not None and max(
+                math.dist(a.xy, b.xy) for a in self.streak for b in self.streak) <= STILL_M \
+                and off_axis(axis, target.xy, obs.pose[:2]) < SQUARE_ON_RAD:
+            self.squared = True
+            return self._move_to_view(self._approach(obs, target.xy, min_quarter=QUARTER_MIN), target)
+        return None
 
     def _step_back_band(self, obs: Observation, target: Person) -> tuple[float, float] | None:
         """Where the base may stand (m from ``target``) to see the whole body: from the fit distance (from
@@ -362,11 +372,11 @@ class ViewpointPolicy(FrontierSearchPolicy):
                 *self._search_avoid())
 
     def _approach(self, obs: Observation, person: tuple[float, float], band: tuple[float, float] | None = None,
-                  min_move: float = 0.0) -> tuple[float, float, float] | None:
+                  min_move: float = 0.0, min_quarter: float = 0.0) -> tuple[float, float, float] | None:
         """The viewpoint ``band`` (m; default :attr:`approach_band`, then :data:`WIDE_BAND_M` where it has none)
         from ``person`` with the least path length minus :data:`ANGLE_WEIGHT_M` x :func:`three_quarter`, in
-        sight of the person, around every person seen, at least ``min_move`` (m) from the base (one planner
-        call)."""
+        sight of the person, around every person seen, at least ``min_move`` (m) from the base and, with the
+        body axis known, at least ``min_quarter`` of :func:`three_quarter` (one planner call)."""
         p = self.planner
         field = p.plan_from(obs.pose[:2], avoid=self._avoid(person))
         if field is None:
@@ -384,7 +394,9 @@ class ViewpointPolicy(FrontierSearchPolicy):
             cx, cy = gx[ii, jj], gy[ii, jj]
             cost = field.dist[ii, jj].copy()
             if axis is not None:
-                cost -= ANGLE_WEIGHT_M * three_quarter(axis, person, (cx, cy))
+                quarter = three_quarter(axis, person, (cx, cy))
+                cost -= ANGLE_WEIGHT_M * quarter
+                cost[quarter < min_quarter] = np.inf
             cost[~self._in_sight(cx, cy, person)] = np.inf
             if len(cost) and np.isfinite(cost.min()):
                 k = int(np.argmin(cost))
@@ -415,12 +427,18 @@ def _same_pose(a: tuple[float, float, float], b: tuple[float, float, float]) -> 
     return math.dist(a[:2], b[:2]) < STUCK_M and abs(math.remainder(a[2] - b[2], math.tau)) < SAME_HEADING_RAD
 
 
+def off_axis(axis: float, person: tuple[float, float], viewer):
+    """The angle (rad, 0 to pi/2) between the body axis ``axis`` (rad, ``map``, modulo pi) of a person at
+    ``person`` and the direction from them to ``viewer`` (map; arrays allowed): 0 square-on (front or back),
+    pi/2 in profile."""
+    dx, dy = np.asarray(viewer[0], float) - person[0], np.asarray(viewer[1], float) - person[1]
+    return np.abs(np.remainder(np.arctan2(dy, dx) - axis + math.pi / 2, math.pi) - math.pi / 2)
+
+
 def three_quarter(axis: float, person: tuple[float, float], viewer):
     """How close ``viewer`` (map; arrays allowed) is to a three-quarter view of a person whose body axis is
     ``axis`` (rad, modulo pi): 1 at 45 deg off the axis (front or back), 0 square-on or in profile."""
-    dx, dy = np.asarray(viewer[0], float) - person[0], np.asarray(viewer[1], float) - person[1]
-    off = np.abs(np.remainder(np.arctan2(dy, dx) - axis + math.pi / 2, math.pi) - math.pi / 2)  # [0, pi/2]
-    return 1.0 - np.abs(off - math.pi / 4) / (math.pi / 4)
+    return 1.0 - np.abs(off_axis(axis, person, viewer) - math.pi / 4) / (math.pi / 4)
 
 
 @POLICIES.register("viewpoint-fit")
@@ -430,3 +448,12 @@ class FitViewpointPolicy(ViewpointPolicy):
     (:meth:`ViewpointPolicy._before_handoff`)."""
 
     step_back = True
+
+
+@POLICIES.register("viewpoint-angle")
+class AngleViewpointPolicy(ViewpointPolicy):
+    """``viewpoint`` with the view-angle stop: three stable sightings of a person standing still, seen
+    square-on to their body axis (front or back), hand off only after a move to the nearest three-quarter
+    viewpoint of them, once an episode (:meth:`ViewpointPolicy._before_handoff`)."""
+
+    turn_square = True

@@ -18,9 +18,10 @@ from affectsim_nav.executor import heading_to
 from affectsim_nav.head import BODY_TOP_M, fit_distance, framing_tilt, vertical_fov
 from affectsim_nav.planner import GridPlanner
 from affectsim_nav.viewpoint import (ANGLE_WEIGHT_M, BACK_OFF_AFTER, BACK_OFF_BAND_M, BLOCKED_AHEAD_M, BLOCKED_RADIUS_M, BLOCKED_STEPS, FIT_MARGIN_RAD,
-                                     LOST_WAIT_STEPS, NO_VIEW_WAIT_STEPS, START_LOOK_STEPS,
-                                     STEP_BACK_BAND_M, WIDE_BAND_M, FitViewpointPolicy, ViewpointPolicy,
-                                     body_axis_in_map, three_quarter)
+                                     LOST_WAIT_STEPS, NO_VIEW_WAIT_STEPS, QUARTER_MIN, SQUARE_ON_RAD, START_LOOK_STEPS,
+                                     STEP_BACK_BAND_M, STILL_M, WIDE_BAND_M, AngleViewpointPolicy, FitViewpointPolicy,
+                                     ViewpointPolicy,
+                                     body_axis_in_map, off_axis, three_quarter)
 
 # a head camera at the map origin looking along map +x: optical x (right) = map -y, optical y (down) = map -z
 CAMERA = np.array([[0.0, 0.0, 1.0, 0.0], [-1.0, 0.0, 0.0, 0.0], [0.0, -1.0, 0.0, 1.1], [0.0, 0.0, 0.0, 1.0]])
@@ -232,6 +233,44 @@ def test_a_person_too_near_for_the_whole_body_is_stepped_back_from_once_then_fac
     last = [policy.act(start) for _ in range(HANDOFF_STEPS)][-1]
     assert last.handoff  # once an episode: the person is then observed from where they are seen
     plain = _policy(_room())  # viewpoint itself hands off where the baseline does
+    plain._target = lambda o: _person(person, o.pose[:2])
+    assert [plain.act(start) for _ in range(HANDOFF_STEPS)][-1].handoff
+
+
+def _square_policy(axis: float) -> ViewpointPolicy:
+    return _policy(_room(), axis=axis, cls=AngleViewpointPolicy)
+
+
+def test_a_person_standing_still_seen_square_on_is_first_moved_around_to_a_three_quarter_view():
+    """Three stable sightings of a person 2.2 m ahead whose body axis points at the robot (front or back):
+    instead of the handoff the nearest three-quarter viewpoint of them, in the approach band; from there,
+    the handoff (once an episode). Seen in profile, or moving, the person is handed off at once."""
+    person, start = (4.2, 5.0), _obs(2.0, 5.0)
+    assert off_axis(0.0, person, start.pose[:2]) < SQUARE_ON_RAD
+    policy = _square_policy(0.0)
+    policy._target = lambda o: _person(person, o.pose[:2])
+    decisions = [policy.act(start) for _ in range(HANDOFF_STEPS)]
+    assert not any(d.handoff for d in decisions)
+    goal = decisions[-1].goal
+    assert goal is not None and three_quarter(0.0, person, goal[:2]) >= QUARTER_MIN, goal
+    assert 1.8 - 0.1 <= math.dist(goal[:2], person) <= 2.3 + 0.1, goal
+    assert policy.act(start).keep_going  # on the way, the person in sight: no stop to centre them
+    policy.on_goal_result(True)
+    there = _obs(goal[0], goal[1], 20)
+    last = [policy.act(there) for _ in range(HANDOFF_STEPS + 1)]
+    assert any(d.handoff for d in last), last  # turned to them on arriving, then handed off
+    policy = _square_policy(0.0)  # the same square-on view, once more from the start: handed off from there now
+    policy.squared = True
+    policy._target = lambda o: _person(person, o.pose[:2])
+    assert [policy.act(start) for _ in range(HANDOFF_STEPS)][-1].handoff
+    profile = _square_policy(math.pi / 2)
+    profile._target = lambda o: _person(person, o.pose[:2])
+    assert [profile.act(start) for _ in range(HANDOFF_STEPS)][-1].handoff
+    walking = _square_policy(0.0)  # located STILL_M + 0.1 m further each step: not standing still
+    places = iter([(person[0] + k * (STILL_M + 0.1), person[1]) for k in range(HANDOFF_STEPS)])
+    walking._target = lambda o: _person(next(places), o.pose[:2])
+    assert [walking.act(start) for _ in range(HANDOFF_STEPS)][-1].handoff
+    plain = _policy(_room(), axis=0.0)  # viewpoint itself hands off where the baseline does
     plain._target = lambda o: _person(person, o.pose[:2])
     assert [plain.act(start) for _ in range(HANDOFF_STEPS)][-1].handoff
 
