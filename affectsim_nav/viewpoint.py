@@ -61,7 +61,12 @@ and adds:
   into it either.
 
 ``viewpoint-fit`` (:class:`FitViewpointPolicy`) adds the view-quality stop: no handoff to a person too
-near for the whole body to fit before stepping back from them (once an episode).
+near for the whole body to fit before stepping back from them (once an episode). ``viewpoint-angle``
+(:class:`AngleViewpointPolicy`) adds the view-angle stop: no handoff to a person standing still seen
+square-on (front or back, within :data:`SQUARE_ON_RAD` of the body axis) before a move to the nearest
+three-quarter viewpoint of them (once an episode): `viewpoint`'s views from behind read worse than P-Ref's
+on the same episodes (docs/observation.md), and a three-quarter view of the axis is a good angle from the
+front and from the back alike.
 
 Only the robot's observation, the map and the dyadic target description are used (no recognizer).
 The constants were chosen on the val split (``affectsim bench policies --split val``).
@@ -319,12 +324,17 @@ class ViewpointPolicy(FrontierSearchPolicy):
         if self.step_back and not self.stepped_back and (band := self._step_back_band(obs, target)) is not None:
             self.stepped_back = True
             return self._move_to_view(self._approach(obs, target.xy, band), target)
-        if self.turn_square and not self.squared and (axis := self.axis()) is not None and max(
-                math.dist(a.xy, b.xy) for a in self.streak for b in self.streak) <= STILL_M \
-                and off_axis(axis, target.xy, obs.pose[:2]) < SQUARE_ON_RAD:
+        if self.turn_square and not self.squared and self._square_on(obs, target):
             self.squared = True
             return self._move_to_view(self._approach(obs, target.xy, min_quarter=QUARTER_MIN), target)
         return None
+
+    def _square_on(self, obs: Observation, target: Person) -> bool:
+        """Whether the stable sightings of ``target`` lie within :data:`STILL_M` of each other (standing still)
+        and the base within :data:`SQUARE_ON_RAD` of their body axis (front or back); False without an axis."""
+        axis = self.axis()
+        return (axis is not None and max(math.dist(a.xy, b.xy) for a in self.streak for b in self.streak) <= STILL_M
+                and bool(off_axis(axis, target.xy, obs.pose[:2]) < SQUARE_ON_RAD))
 
     def _step_back_band(self, obs: Observation, target: Person) -> tuple[float, float] | None:
         """Where the base may stand (m from ``target``) to see the whole body: from the fit distance (from

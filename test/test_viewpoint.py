@@ -1,7 +1,8 @@
 """The ``viewpoint`` policy's parts: the body axis from 3-D keypoints (and how well it is estimated on
 rendered people), three-quarter viewpoints in sight, other people kept out of the line of sight, the
 head framing the person (the framing itself: test_head.py), the step back from a person too near
-for the whole body, and moves that were blocked by something the map does not show."""
+for the whole body, the move off a square-on view, and moves that were blocked by something the map
+does not show."""
 
 import math
 from dataclasses import replace
