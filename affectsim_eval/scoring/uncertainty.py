@@ -299,12 +299,14 @@ def section(iv: dict, names: Sequence[str]) -> list[str]:
                   table(["family", "episodes", *(GAINS[x] for x in gains)],
                         [[f, v["n"], *(_cell(v["gain"][x], True) for x in gains)] for f, v in iv["family"].items()]),
                   ""]
+        claims = [(GAINS[x], iv["gain"][GROUP][x]) for x in gains]
+        if "p_ref" in gains:
+            claims.append((BEYOND_REF, iv["beyond_ref"][GROUP]))
         lines += ["How large a run each group claim needs (80 % power, 5 % two-sided; the standard error shrinks as "
                   "1/√episodes):", "",
                   table(["difference", "observed", "smallest detectable here", "episodes to detect the observed"],
                         [[name, _cell(d, True), _points(detectable(d)), _count(episodes_needed(d))]
-                         for name, d in [*((GAINS[x], iv["gain"][GROUP][x]) for x in gains),
-                                         *([(BEYOND_REF, iv["beyond_ref"][GROUP])] if "p_ref" in gains else [])]]), ""]
+                         for name, d in claims]), ""]
     return lines
 
 
